@@ -1,0 +1,71 @@
+//! The robots.txt engine of robotsgate.
+//!
+//! Given robots.txt bytes, a crawler's product token and a URL, [`Robots`]
+//! answers exactly as Google's open-source robots.txt matcher does (RFC 9309
+//! plus Google's documented leniency), and says which group and which line
+//! decided.
+//!
+//! ```
+//! use rules::Robots;
+//!
+//! let robots = Robots::parse(b"\
+//! User-agent: Googlebot
+//! Disallow: /checkout
+//! Allow: /checkout/help
+//!
+//! User-agent: *
+//! Disallow: /
+//! ");
+//! let v = robots.check("Googlebot", "https://shop.example/checkout/pay");
+//! assert!(!v.allowed);
+//! assert_eq!(v.rule.unwrap().line, 2);
+//! assert!(robots.is_allowed("googlebot", "https://shop.example/checkout/help/faq"));
+//! assert!(!robots.is_allowed("OtherBot", "https://shop.example/"));
+//! ```
+//!
+//! # Two phases
+//!
+//! [`Robots::parse`] is the build phase: it never fails (any bytes are a
+//! robots.txt to Google), normalises every pattern once, merges the groups
+//! of each crawler and indexes their rules by leading literal. [`Robots::check`]
+//! is the search phase: no allocation in the common case, no locks, no
+//! logging. Choose a crawler's group once with [`Robots::agent`] to check
+//! many URLs for it.
+//!
+//! # Guarantees
+//!
+//! - No input panics, in parsing or checking.
+//! - A check costs one binary search over the group's distinct literals,
+//!   plus O(path + pattern) for each candidate rule whose literal prefixes
+//!   the path: no `*a*a*a…` pattern can make it backtrack.
+//! - [`Robots`] is immutable, `Send + Sync` and cheap to clone.
+//!
+//! # Resource usage
+//!
+//! See `docs/BENCHMARKS.md` for numbers measured on the real-world corpus and
+//! generated files; [`Robots::memory_usage`] reports the compiled size.
+
+#![deny(missing_docs)]
+
+mod compile;
+pub mod parse;
+pub mod pattern;
+pub mod reference;
+mod robots;
+mod ruleset;
+pub mod target;
+mod verdict;
+
+pub use compile::Extra;
+pub use parse::KeyKind;
+pub use robots::{Agent, Robots};
+pub use verdict::{GroupChoice, RuleKind, RuleRef, Verdict};
+
+#[cfg(test)]
+mod static_checks {
+    fn send_sync<T: Send + Sync + Clone>() {}
+    #[test]
+    fn robots_is_send_sync_clone() {
+        send_sync::<crate::Robots>();
+    }
+}

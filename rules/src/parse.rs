@@ -1,0 +1,452 @@
+//! Turns robots.txt bytes into a stream of directive events, the way Google's
+//! parser does, so that every consumer (the compiler, the lint, the reference
+//! matcher) sees exactly the lines Google sees.
+//!
+//! The parser never fails: any byte sequence yields some events. Each Google
+//! tolerance is a small named function below, marked "Google-specific".
+
+use memchr::{memchr, memchr2};
+use std::borrow::Cow;
+
+/// Google's crawler reads at most this many bytes (500 KiB) of a robots.txt;
+/// everything after it is ignored.
+pub const MAX_FILE_BYTES: usize = 500 * 1024;
+
+/// Longest line Google keeps; bytes past it are dropped and the rest of the
+/// line still counts. Google sizes its buffer at eight times the longest URL
+/// browsers accept (2083 bytes) and keeps one byte for the terminator.
+pub const MAX_LINE_BYTES: usize = 2083 * 8 - 1;
+
+/// The kind of a directive, decided from its key the way Google does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyKind {
+    /// `user-agent` and its accepted typos.
+    UserAgent,
+    /// `allow` (no typos are accepted for it).
+    Allow,
+    /// `disallow` and its accepted typos.
+    Disallow,
+    /// `sitemap` or `site-map`.
+    Sitemap,
+    /// Any other key, such as `crawl-delay`; it does not end a group.
+    Unknown,
+}
+
+/// What Google notes about a line besides its directive; the lint reads it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LineMeta {
+    /// Nothing but whitespace.
+    pub is_empty: bool,
+    /// A `#` appears on the line.
+    pub has_comment: bool,
+    /// Nothing but a comment.
+    pub is_comment: bool,
+    /// The line yields a directive.
+    pub has_directive: bool,
+    /// The key and value were split by whitespace instead of a colon.
+    pub missing_colon: bool,
+    /// The line was longer than [`MAX_LINE_BYTES`] and was cut.
+    pub too_long: bool,
+    /// A NUL byte ended the line early.
+    pub has_nul: bool,
+}
+
+/// One `key: value` line as Google reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Directive<'a> {
+    /// 1-based line number, counted as Google counts lines.
+    pub line: u32,
+    /// The kind Google assigns to the key.
+    pub kind: KeyKind,
+    /// The key exactly as written (after trimming).
+    pub key: &'a [u8],
+    /// The value as written (after trimming), before percent-normalisation.
+    pub value: &'a [u8],
+}
+
+/// Receives the parser's events. Every method has an empty default, so a
+/// consumer implements only what it needs.
+pub trait Handler {
+    /// Called once for every line, before its directive if it has one.
+    /// `raw` is the line as stored by Google (cut at the line limit), before
+    /// comment removal and NUL cutting.
+    fn line(&mut self, _line: u32, _raw: &[u8], _meta: &LineMeta) {}
+    /// Called for every line that carries a directive.
+    fn directive(&mut self, _d: &Directive<'_>) {}
+}
+
+/// Parses `body` and feeds the events to `handler`.
+///
+/// Applies every byte-level rule Google applies: content past
+/// [`MAX_FILE_BYTES`] is ignored; a leading UTF-8 byte-order mark, or any
+/// leading part of one, is skipped; LF, CRLF and a lone CR each end a line;
+/// a line is cut at [`MAX_LINE_BYTES`] and at its first NUL byte.
+pub fn parse<H: Handler + ?Sized>(body: &[u8], handler: &mut H) {
+    let body = &body[..body.len().min(MAX_FILE_BYTES)];
+    let mut rest = skip_bom(body);
+    let mut line_no: u32 = 0;
+    loop {
+        let (line, next) = match memchr2(b'\n', b'\r', rest) {
+            Some(i) => {
+                // CRLF is one terminator; "\r\r" or "\n\r" are two.
+                let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
+                (&rest[..i], Some(&rest[i + skip..]))
+            }
+            None => (rest, None),
+        };
+        line_no = line_no.saturating_add(1);
+        emit_line(line_no, line, handler);
+        match next {
+            Some(n) => rest = n,
+            None => break,
+        }
+    }
+}
+
+/// Google-specific: a byte-order mark should never appear in robots.txt, but
+/// it does, so any leading prefix of one (EF, EF BB, EF BB BF) is dropped.
+fn skip_bom(body: &[u8]) -> &[u8] {
+    const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+    let n = body.iter().zip(BOM).take_while(|(a, b)| **a == *b).count();
+    &body[n..]
+}
+
+fn emit_line<H: Handler + ?Sized>(line_no: u32, raw: &[u8], handler: &mut H) {
+    let mut meta = LineMeta::default();
+    let raw = if raw.len() > MAX_LINE_BYTES {
+        meta.too_long = true;
+        &raw[..MAX_LINE_BYTES]
+    } else {
+        raw
+    };
+    let mut text = raw;
+    if let Some(nul) = memchr(0, text) {
+        meta.has_nul = true;
+        text = &text[..nul];
+    }
+    if let Some(hash) = memchr(b'#', text) {
+        meta.has_comment = true;
+        text = &text[..hash];
+    }
+    let text = trim(text);
+    if text.is_empty() {
+        if meta.has_comment {
+            meta.is_comment = true;
+        } else {
+            meta.is_empty = true;
+        }
+        handler.line(line_no, raw, &meta);
+        return;
+    }
+    let directive = split_key_value(text, &mut meta).map(|(key, value)| Directive {
+        line: line_no,
+        kind: classify_key(key),
+        key,
+        value,
+    });
+    meta.has_directive = directive.is_some();
+    handler.line(line_no, raw, &meta);
+    if let Some(d) = directive {
+        handler.directive(&d);
+    }
+}
+
+/// Splits a trimmed, non-empty line at its first colon. Returns `None` when
+/// the line holds no directive (no separator, or an empty key).
+fn split_key_value<'a>(text: &'a [u8], meta: &mut LineMeta) -> Option<(&'a [u8], &'a [u8])> {
+    let sep = match memchr(b':', text) {
+        Some(i) => i,
+        None => {
+            let i = whitespace_separator(text)?;
+            meta.missing_colon = true;
+            i
+        }
+    };
+    let key = trim(&text[..sep]);
+    if key.is_empty() {
+        return None;
+    }
+    Some((key, trim(&text[sep + 1..])))
+}
+
+/// Google-specific: people forget the colon, so a line of exactly two
+/// space- or tab-separated words is read as `key value`.
+fn whitespace_separator(text: &[u8]) -> Option<usize> {
+    let is_blank = |b: &u8| *b == b' ' || *b == b'\t';
+    let sep = text.iter().position(is_blank)?;
+    let value_start = sep + text[sep..].iter().take_while(|b| is_blank(b)).count();
+    if text[value_start..].iter().any(is_blank) {
+        return None;
+    }
+    Some(sep)
+}
+
+/// Decides a key's kind by case-insensitive prefix, so `Disallowed:` is a
+/// disallow, exactly as Google does.
+pub fn classify_key(key: &[u8]) -> KeyKind {
+    let starts =
+        |p: &str| key.len() >= p.len() && key[..p.len()].eq_ignore_ascii_case(p.as_bytes());
+    if starts("user-agent") || USER_AGENT_TYPOS.iter().any(|t| starts(t)) {
+        KeyKind::UserAgent
+    } else if starts("allow") {
+        KeyKind::Allow
+    } else if starts("disallow") || DISALLOW_TYPOS.iter().any(|t| starts(t)) {
+        KeyKind::Disallow
+    } else if starts("sitemap") || SITEMAP_TYPOS.iter().any(|t| starts(t)) {
+        KeyKind::Sitemap
+    } else {
+        KeyKind::Unknown
+    }
+}
+
+/// Google-specific: frequent misspellings Google accepts for `user-agent`.
+pub const USER_AGENT_TYPOS: &[&str] = &["useragent", "user agent"];
+/// Google-specific: frequent misspellings Google accepts for `disallow`.
+pub const DISALLOW_TYPOS: &[&str] = &["dissallow", "dissalow", "disalow", "diasllow", "disallaw"];
+/// Google-specific: the spelling Google accepts besides `sitemap`.
+pub const SITEMAP_TYPOS: &[&str] = &["site-map"];
+
+/// Whitespace as Google's parser trims it (C `isspace` in the ASCII range,
+/// which, unlike Rust's `is_ascii_whitespace`, includes vertical tab).
+pub fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
+}
+
+/// Trims Google whitespace from both ends.
+pub fn trim(mut s: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = s {
+        if !is_space(*first) {
+            break;
+        }
+        s = rest;
+    }
+    while let [rest @ .., last] = s {
+        if !is_space(*last) {
+            break;
+        }
+        s = rest;
+    }
+    s
+}
+
+/// Normalises a rule's pattern as Google does before matching: octets with
+/// the high bit set are percent-encoded, and the hex digits of existing
+/// `%XX` escapes are upper-cased. Nothing is ever decoded.
+///
+/// Scans first and borrows when the pattern is already clean, which is
+/// nearly always.
+///
+/// ```
+/// use rules::parse::normalize_pattern;
+/// assert_eq!(&*normalize_pattern(b"/a%2fb"), b"/a%2Fb");
+/// assert_eq!(&*normalize_pattern("/ツ".as_bytes()), b"/%E3%83%84");
+/// assert!(matches!(normalize_pattern(b"/plain"), std::borrow::Cow::Borrowed(_)));
+/// ```
+pub fn normalize_pattern(value: &[u8]) -> Cow<'_, [u8]> {
+    let is_escape = |i: usize| {
+        value[i] == b'%'
+            && value.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+            && value.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+    };
+    let mut clean = true;
+    let mut i = 0;
+    while i < value.len() {
+        if is_escape(i) {
+            if value[i + 1].is_ascii_lowercase() || value[i + 2].is_ascii_lowercase() {
+                clean = false;
+                break;
+            }
+            i += 3;
+        } else if value[i] >= 0x80 {
+            clean = false;
+            break;
+        } else {
+            i += 1;
+        }
+    }
+    if clean {
+        return Cow::Borrowed(value);
+    }
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = Vec::with_capacity(value.len() + 8);
+    let mut i = 0;
+    while i < value.len() {
+        if is_escape(i) {
+            out.extend_from_slice(&[
+                b'%',
+                value[i + 1].to_ascii_uppercase(),
+                value[i + 2].to_ascii_uppercase(),
+            ]);
+            i += 3;
+        } else if value[i] >= 0x80 {
+            out.extend_from_slice(&[
+                b'%',
+                HEX[usize::from(value[i] >> 4)],
+                HEX[usize::from(value[i] & 0xF)],
+            ]);
+            i += 1;
+        } else {
+            out.push(value[i]);
+            i += 1;
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Google-specific: the product token Google keeps from a `user-agent`
+/// value: its leading run of letters, `-` and `_`. `MJ12bot` becomes `MJ`,
+/// `Googlebot/2.1` becomes `Googlebot`.
+pub fn product_token(value: &[u8]) -> &[u8] {
+    let n = value.iter().take_while(|b| is_token_byte(**b)).count();
+    &value[..n]
+}
+
+/// Bytes allowed in a product token.
+pub fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'-' || b == b'_'
+}
+
+/// Google-specific: a `user-agent` value of `*`, or `*` followed by
+/// whitespace and anything, names the global group.
+pub fn is_global_agent(value: &[u8]) -> bool {
+    match value {
+        [b'*'] => true,
+        [b'*', next, ..] => is_space(*next),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Collect(Vec<(u32, KeyKind, Vec<u8>, Vec<u8>)>, Vec<(u32, LineMeta)>);
+    impl Handler for Collect {
+        fn line(&mut self, line: u32, _raw: &[u8], meta: &LineMeta) {
+            self.1.push((line, *meta));
+        }
+        fn directive(&mut self, d: &Directive<'_>) {
+            self.0
+                .push((d.line, d.kind, d.key.to_vec(), d.value.to_vec()));
+        }
+    }
+    fn events(body: &[u8]) -> Collect {
+        let mut c = Collect::default();
+        parse(body, &mut c);
+        c
+    }
+
+    #[test]
+    fn rfc_2_2_line_endings_lf_crlf_cr() {
+        let c = events(b"a: 1\nb: 2\r\nc: 3\rd: 4");
+        let lines: Vec<u32> = c.0.iter().map(|e| e.0).collect();
+        assert_eq!(lines, vec![1, 2, 3, 4]);
+        let c = events(b"a: 1\r\r\nb: 2\n\rc: 3");
+        let lines: Vec<u32> = c.0.iter().map(|e| e.0).collect();
+        assert_eq!(lines, vec![1, 3, 5]);
+    }
+
+    #[test]
+    fn google_only_bom_prefixes_skipped() {
+        for prefix in [&b"\xEF\xBB\xBF"[..], b"\xEF\xBB", b"\xEF"] {
+            let mut body = prefix.to_vec();
+            body.extend_from_slice(b"User-agent: *");
+            assert_eq!(events(&body).0[0].2, b"User-agent");
+        }
+        // A BOM later in the file is not skipped.
+        let c = events(b"\nx\xEF\xBB\xBFUser-agent: *");
+        assert_eq!(c.0[0].2, b"x\xEF\xBB\xBFUser-agent");
+        // A broken BOM keeps the byte that broke it.
+        assert_eq!(events(b"\xEF\x11Disallow: /").0[0].2, b"\x11Disallow");
+    }
+
+    #[test]
+    fn google_only_missing_colon_two_words() {
+        let c = events(b"Disallow /x\nDisallow /x /y\nUser-agent \t Foo");
+        assert_eq!(c.0.len(), 2);
+        assert_eq!(
+            (c.0[0].1, c.0[0].3.as_slice()),
+            (KeyKind::Disallow, &b"/x"[..])
+        );
+        assert_eq!(c.0[1].3, b"Foo");
+        assert!(c.1[0].1.missing_colon);
+    }
+
+    #[test]
+    fn first_colon_splits() {
+        let c = events(b"Disallow /x:y");
+        assert_eq!(c.0[0].2, b"Disallow /x");
+        assert_eq!(c.0[0].1, KeyKind::Disallow);
+        assert_eq!(c.0[0].3, b"y");
+    }
+
+    #[test]
+    fn comments_and_nul_end_content() {
+        let c = events(b"Disallow: /a#b\nDisallow: /c\0/d\n# only\n   \n:novalue");
+        assert_eq!(c.0[0].3, b"/a");
+        assert_eq!(c.0[1].3, b"/c");
+        assert!(c.1[2].1.is_comment && c.1[3].1.is_empty);
+        assert_eq!(c.0.len(), 2, "an empty key is no directive");
+    }
+
+    #[test]
+    fn google_only_key_prefixes_and_typos() {
+        for (k, kind) in [
+            ("Disallowed", KeyKind::Disallow),
+            ("dissallow", KeyKind::Disallow),
+            ("DISALOW", KeyKind::Disallow),
+            ("diasllow", KeyKind::Disallow),
+            ("disallaw", KeyKind::Disallow),
+            ("dissalow", KeyKind::Disallow),
+            ("useragent", KeyKind::UserAgent),
+            ("User Agent", KeyKind::UserAgent),
+            ("user-agents", KeyKind::UserAgent),
+            ("Allowance", KeyKind::Allow),
+            ("alow", KeyKind::Unknown),
+            ("site-map", KeyKind::Sitemap),
+            ("crawl-delay", KeyKind::Unknown),
+        ] {
+            assert_eq!(classify_key(k.as_bytes()), kind, "{k}");
+        }
+    }
+
+    #[test]
+    fn google_only_long_lines_are_cut() {
+        let mut body = b"Disallow: /".to_vec();
+        body.extend(std::iter::repeat_n(b'a', MAX_LINE_BYTES * 2));
+        body.extend_from_slice(b"\nAllow: /b");
+        let c = events(&body);
+        assert_eq!(c.0[0].3.len(), MAX_LINE_BYTES - b"Disallow: ".len());
+        assert!(c.1[0].1.too_long);
+        assert_eq!(c.0[1].0, 2);
+    }
+
+    #[test]
+    fn content_past_500_kib_is_ignored() {
+        let mut body = vec![b'\n'; MAX_FILE_BYTES - b"Disallow: /".len()];
+        body.extend_from_slice(b"Disallow: /x");
+        let c = events(&body);
+        assert_eq!(c.0[0].3, b"/");
+    }
+
+    #[test]
+    fn normalisation() {
+        assert_eq!(&*normalize_pattern(b"/%aa%Zz%"), b"/%AA%Zz%");
+        assert_eq!(&*normalize_pattern(b"/\xff"), b"/%FF");
+        assert_eq!(&*normalize_pattern(b"/%E3%83%84"), b"/%E3%83%84");
+    }
+
+    #[test]
+    fn tokens() {
+        assert_eq!(product_token(b"MJ12bot"), b"MJ");
+        assert_eq!(product_token(b"Googlebot/2.1"), b"Googlebot");
+        assert_eq!(product_token(b"Foo-Bar_baz x"), b"Foo-Bar_baz");
+        assert!(is_global_agent(b"*") && is_global_agent(b"* foo"));
+        assert!(!is_global_agent(b"*foo"));
+    }
+}

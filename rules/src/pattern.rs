@@ -1,0 +1,157 @@
+//! Matching one normalised rule pattern against one URL path.
+//!
+//! `*` matches any run of bytes and a `$` at the very end anchors the match
+//! at the end of the path; a `$` anywhere else is a plain byte. Matching is
+//! by bytes and case-sensitive. Patterns are classified once, at compile
+//! time, into the cheapest shape that is exact for them.
+//!
+//! The wildcard matcher is greedy and never backtracks: each literal segment
+//! is searched once, left to right, with `memchr::memmem`. Leftmost
+//! placement of every segment leaves the most room for the ones after it, so
+//! greedy search finds a match whenever one exists, in
+//! O(path length + pattern length) time for one rule, which is within
+//! Google's O(path × pattern) bound.
+
+use memchr::memmem;
+
+/// How a pattern must be matched once its leading literal is known to be a
+/// prefix of the path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// The literal, then nothing or only `*`s: a prefix match says it all.
+    Prefix,
+    /// The literal, then a final `$`: the path must be exactly the literal.
+    Exact,
+    /// A `*` follows the literal and more must be checked.
+    Wild,
+}
+
+/// Splits a pattern into the length of its leading literal (the bytes
+/// before the first `*`, without a final anchoring `$`) and its [`Shape`].
+pub(crate) fn classify(pattern: &[u8]) -> (usize, Shape) {
+    match memchr::memchr(b'*', pattern) {
+        None => match pattern.split_last() {
+            Some((b'$', lit)) => (lit.len(), Shape::Exact),
+            _ => (pattern.len(), Shape::Prefix),
+        },
+        Some(star) => {
+            if pattern[star..].iter().all(|b| *b == b'*') {
+                (star, Shape::Prefix)
+            } else {
+                (star, Shape::Wild)
+            }
+        }
+    }
+}
+
+/// Checks the part of `pattern` after its leading literal, given that the
+/// path starts with that literal.
+#[inline]
+pub(crate) fn matches_after_literal(path: &[u8], pattern: &[u8], lit: usize, shape: Shape) -> bool {
+    match shape {
+        Shape::Prefix => true,
+        Shape::Exact => path.len() == lit,
+        Shape::Wild => wild(path, lit, &pattern[lit..]),
+    }
+}
+
+/// Whether `pattern` (already normalised) matches `path`, as Google's
+/// matcher decides it.
+///
+/// ```
+/// use rules::pattern::matches;
+/// assert!(matches(b"/fish.php?id=1", b"/*.php"));
+/// assert!(!matches(b"/fish.php?id=1", b"/*.php$"));
+/// assert!(matches(b"/a$b", b"/a$b"));
+/// assert!(matches(b"/anything", b""));
+/// ```
+pub fn matches(path: &[u8], pattern: &[u8]) -> bool {
+    let (lit, shape) = classify(pattern);
+    path.starts_with(&pattern[..lit]) && matches_after_literal(path, pattern, lit, shape)
+}
+
+/// `rest` starts with `*`. Places each literal segment at its leftmost
+/// possible position; a final `$` then requires the last segment to end the
+/// path at or after where the others stopped.
+fn wild(path: &[u8], mut pos: usize, rest: &[u8]) -> bool {
+    let (body, anchored) = match rest.split_last() {
+        Some((b'$', body)) => (body, true),
+        _ => (rest, false),
+    };
+    let (middle, tail) = if anchored && body.last() != Some(&b'*') {
+        // A `*` exists: the literal stopped at one.
+        let star = memchr::memrchr(b'*', body).unwrap_or(0);
+        (&body[..star], Some(&body[star + 1..]))
+    } else {
+        (body, None)
+    };
+    for segment in middle.split(|b| *b == b'*').filter(|s| !s.is_empty()) {
+        match memmem::find(&path[pos..], segment) {
+            Some(i) => pos += i + segment.len(),
+            None => return false,
+        }
+    }
+    match tail {
+        None => true,
+        Some(tail) => path.len() - pos >= tail.len() && path.ends_with(tail),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        assert_eq!(classify(b"/a/b"), (4, Shape::Prefix));
+        assert_eq!(classify(b"/a/b**"), (4, Shape::Prefix));
+        assert_eq!(classify(b"/a/b$"), (4, Shape::Exact));
+        assert_eq!(classify(b"/a$b"), (4, Shape::Prefix));
+        assert_eq!(classify(b"/a$$"), (3, Shape::Exact));
+        assert_eq!(classify(b"/a*b"), (2, Shape::Wild));
+        assert_eq!(classify(b"*"), (0, Shape::Prefix));
+        assert_eq!(classify(b""), (0, Shape::Prefix));
+        assert_eq!(classify(b"/*$"), (1, Shape::Wild));
+    }
+
+    #[test]
+    fn rfc_2_2_3_special_characters() {
+        let yes = [
+            ("/", "/"),
+            ("/fish", "/fish*"),
+            ("/fish/salmon.html", "/fish*"),
+            ("/fish.php?id=anything", "/*.php"),
+            ("/folder/filename.php", "/*.php$"),
+            ("/filename.php", "/*.php$"),
+            ("/a/b/c", "/*/c$"),
+            ("/x/y.php", "*.php"),
+            ("/a$", "/a$$"),
+            ("/aXbXb", "/a*b$"),
+            ("/ab", "/a*b*$"),
+            ("/abab", "/*ab*ab$"),
+        ];
+        let no = [
+            ("/Fish.asp", "/fish"),
+            ("/catfish", "/fish"),
+            ("/filename.php?parameters", "/*.php$"),
+            ("/filename.php/", "/*.php$"),
+            ("/aba", "/*ab*ab$"),
+            ("/ab", "/*ab*ab$"),
+            ("/a", "$"),
+            ("/abc", "/ab$"),
+            ("/", "x"),
+        ];
+        for (path, pat) in yes {
+            assert!(
+                matches(path.as_bytes(), pat.as_bytes()),
+                "{pat} should match {path}"
+            );
+        }
+        for (path, pat) in no {
+            assert!(
+                !matches(path.as_bytes(), pat.as_bytes()),
+                "{pat} should not match {path}"
+            );
+        }
+    }
+}

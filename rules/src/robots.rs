@@ -1,0 +1,307 @@
+//! `Robots`, the compiled robots.txt, and the checks made against it.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::compile::{AgentName, Compiled, Extra, compile};
+use crate::parse::{KeyKind, is_token_byte};
+use crate::ruleset::{DERIVED, Rule, RuleSet};
+use crate::target::path_of;
+use crate::verdict::{GroupChoice, RuleKind, RuleRef, Verdict};
+
+/// A parsed and compiled robots.txt.
+///
+/// Built once by [`Robots::parse`], then immutable: it is `Send + Sync`,
+/// cloning it is cheap (an `Arc` inside), and checks never re-read the file.
+///
+/// ```
+/// use rules::Robots;
+/// let robots = Robots::parse(b"User-agent: *\nDisallow: /private\nAllow: /private/ok\n");
+/// assert!(!robots.is_allowed("Googlebot", "https://example.com/private/x"));
+/// assert!(robots.is_allowed("Googlebot", "https://example.com/private/ok"));
+/// let v = robots.check("Googlebot", "https://example.com/private/x");
+/// assert_eq!(v.rule.unwrap().line, 2);
+/// ```
+#[derive(Clone)]
+pub struct Robots {
+    inner: Arc<Compiled>,
+    source_len: usize,
+}
+
+impl fmt::Debug for Robots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Robots")
+            .field("source_len", &self.source_len)
+            .field("groups", &self.inner.group_agents.len())
+            .field("agents", &self.inner.agents.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Robots {
+    /// Parses and compiles a robots.txt body. Never fails and never panics:
+    /// any bytes are a robots.txt, as they are to Google. Content past
+    /// [`crate::parse::MAX_FILE_BYTES`] is ignored.
+    pub fn parse(body: &[u8]) -> Robots {
+        Robots {
+            inner: Arc::new(compile(body)),
+            source_len: body.len(),
+        }
+    }
+
+    /// Whether `agent` may fetch `url`. See [`Robots::check`].
+    #[inline]
+    pub fn is_allowed(&self, agent: &str, url: &str) -> bool {
+        self.check(agent, url).allowed
+    }
+
+    /// The verdict for `agent` fetching `url`, with the group chosen and the
+    /// rule that decided.
+    ///
+    /// `agent` is the crawler's product token (`Googlebot`), compared
+    /// case-insensitively with the tokens in the file and never shortened.
+    /// `url` is an absolute URL or a path, already percent-encoded as it
+    /// would be sent; it is not decoded.
+    ///
+    /// Cost: one binary search over the group's distinct leading literals,
+    /// then only rules whose literal prefixes the path; each candidate costs
+    /// at most O(path + pattern). No allocation unless the URL's path starts
+    /// with `?` or `;`.
+    #[inline]
+    pub fn check(&self, agent: &str, url: &str) -> Verdict<'_> {
+        self.check_bytes(agent.as_bytes(), url.as_bytes())
+    }
+
+    /// [`Robots::check`] for raw bytes, which real agents and URLs can be.
+    pub fn check_bytes(&self, agent: &[u8], url: &[u8]) -> Verdict<'_> {
+        self.agent_bytes(agent).check_bytes(url)
+    }
+
+    /// Chooses `agent`'s group once, for many checks.
+    ///
+    /// ```
+    /// use rules::Robots;
+    /// let robots = Robots::parse(b"User-agent: foo\nDisallow: /\n");
+    /// let foo = robots.agent("FOO");
+    /// assert!(!foo.is_allowed("/a"));
+    /// assert!(robots.agent("bar").is_allowed("/a"));
+    /// ```
+    pub fn agent(&self, agent: &str) -> Agent<'_> {
+        self.agent_bytes(agent.as_bytes())
+    }
+
+    /// [`Robots::agent`] for raw bytes.
+    pub fn agent_bytes(&self, agent: &[u8]) -> Agent<'_> {
+        let specific = if agent.iter().all(|b| is_token_byte(*b)) {
+            self.inner
+                .agents
+                .binary_search_by(|(token, _)| cmp_lowercase(token, agent))
+                .ok()
+                .map(|i| self.inner.agents[i].1)
+        } else {
+            // A file's tokens hold only token bytes, so nothing can match.
+            None
+        };
+        Agent {
+            robots: self,
+            set: specific.or(self.inner.global),
+        }
+    }
+
+    /// `Sitemap:` lines, with their line numbers, in file order.
+    pub fn sitemaps(&self) -> impl Iterator<Item = (u32, &[u8])> {
+        self.inner
+            .extras
+            .iter()
+            .filter(|e| e.kind == KeyKind::Sitemap)
+            .map(|e| (e.line, &*e.value))
+    }
+
+    /// Every line that is neither a group nor a rule line (sitemaps,
+    /// crawl-delay, unknown keys), in file order.
+    pub fn extras(&self) -> &[Extra] {
+        &self.inner.extras
+    }
+
+    /// The groups as written: for each, its `user-agent` lines with the
+    /// token Google keeps (`None` for `*`).
+    pub fn groups(&self) -> impl Iterator<Item = Vec<(u32, Option<&[u8]>)>> {
+        self.inner.group_agents.iter().map(|g| {
+            g.iter()
+                .map(|(line, name)| match name {
+                    AgentName::Global => (*line, None),
+                    AgentName::Token(t) => (*line, Some(&**t)),
+                })
+                .collect()
+        })
+    }
+
+    /// Size of the input this was parsed from.
+    pub fn source_len(&self) -> usize {
+        self.source_len
+    }
+
+    /// Heap bytes held by the compiled form.
+    pub fn memory_usage(&self) -> usize {
+        let c = &*self.inner;
+        c.arena.capacity()
+            + c.sets.iter().map(RuleSet::heap_bytes).sum::<usize>()
+            + c.sets.capacity() * size_of::<RuleSet>()
+            + c.agents
+                .iter()
+                .map(|a| a.0.len() + size_of::<(Box<[u8]>, u32)>())
+                .sum::<usize>()
+            + c.extras
+                .iter()
+                .map(|e| e.key.len() + e.value.len() + size_of::<Extra>())
+                .sum::<usize>()
+            + c.written
+                .iter()
+                .map(|w| w.1.len() + size_of::<(u32, Box<[u8]>)>())
+                .sum::<usize>()
+            + c.group_agents
+                .iter()
+                .map(|g| g.capacity() * size_of::<(u32, AgentName)>() + size_of::<Vec<()>>())
+                .sum::<usize>()
+    }
+
+    /// The public view of a compiled rule. `written` is the value as it
+    /// stands in the file; for a derived bare-directory rule that is the
+    /// `…/index.html` Allow it came from.
+    pub(crate) fn rule_ref(&self, rule: &Rule) -> RuleRef<'_> {
+        let pattern = rule.pattern(&self.inner.arena);
+        let written = match self.inner.written.binary_search_by_key(&rule.line, |w| w.0) {
+            Ok(i) => &*self.inner.written[i].1,
+            Err(_) => pattern,
+        };
+        RuleRef {
+            line: rule.line,
+            kind: if rule.is_allow() {
+                RuleKind::Allow
+            } else {
+                RuleKind::Disallow
+            },
+            pattern,
+            written,
+            from_index_html: rule.flags & DERIVED != 0,
+        }
+    }
+
+    pub(crate) fn set(&self, i: u32) -> &RuleSet {
+        &self.inner.sets[i as usize]
+    }
+
+    pub(crate) fn arena(&self) -> &[u8] {
+        &self.inner.arena
+    }
+}
+
+/// A crawler whose group has been chosen; checks against it skip the agent
+/// lookup.
+#[derive(Clone, Copy, Debug)]
+pub struct Agent<'r> {
+    robots: &'r Robots,
+    set: Option<u32>,
+}
+
+impl<'r> Agent<'r> {
+    /// Whether this crawler may fetch `url`.
+    #[inline]
+    pub fn is_allowed(&self, url: &str) -> bool {
+        self.check_bytes(url.as_bytes()).allowed
+    }
+
+    /// The verdict for `url`.
+    #[inline]
+    pub fn check(&self, url: &str) -> Verdict<'r> {
+        self.check_bytes(url.as_bytes())
+    }
+
+    /// The verdict for a URL given as raw bytes.
+    pub fn check_bytes(&self, url: &[u8]) -> Verdict<'r> {
+        let path: Cow<'_, [u8]> = path_of(url);
+        self.check_path(&path)
+    }
+
+    /// The verdict for a path already extracted with
+    /// [`crate::target::path_of`] (path, params and query).
+    pub fn check_path(&self, path: &[u8]) -> Verdict<'r> {
+        let Some(set_index) = self.set else {
+            return Verdict {
+                allowed: true,
+                group: None,
+                rule: None,
+            };
+        };
+        let set = self.robots.set(set_index);
+        let group = Some(GroupChoice {
+            global: set.global,
+            lines: &set.group_lines,
+        });
+        match set.decide(self.robots.arena(), path) {
+            None => Verdict {
+                allowed: true,
+                group,
+                rule: None,
+            },
+            Some(rule) => Verdict {
+                allowed: rule.is_allow(),
+                group,
+                rule: Some(self.robots.rule_ref(rule)),
+            },
+        }
+    }
+
+    /// The chosen group, or `None` when no group applies.
+    pub fn group(&self) -> Option<GroupChoice<'r>> {
+        let set = self.robots.set(self.set?);
+        Some(GroupChoice {
+            global: set.global,
+            lines: &set.group_lines,
+        })
+    }
+
+    /// Every rule of the chosen group that matches `path`, in precedence
+    /// order, empty patterns last. Slow; for `explain`.
+    pub fn matching_rules(&self, path: &[u8]) -> Vec<RuleRef<'r>> {
+        let Some(set_index) = self.set else {
+            return Vec::new();
+        };
+        let set = self.robots.set(set_index);
+        let arena = self.robots.arena();
+        let mut hits: Vec<&Rule> = set
+            .rules()
+            .iter()
+            .filter(|r| crate::pattern::matches(path, r.pattern(arena)))
+            .collect();
+        hits.sort_by(|a, b| {
+            b.len
+                .cmp(&a.len)
+                .then(b.is_allow().cmp(&a.is_allow()))
+                .then(a.line.cmp(&b.line))
+        });
+        let mut out: Vec<RuleRef<'r>> = hits.into_iter().map(|r| self.robots.rule_ref(r)).collect();
+        out.extend(set.empty.iter().map(|&(line, allow)| RuleRef {
+            line,
+            kind: if allow {
+                RuleKind::Allow
+            } else {
+                RuleKind::Disallow
+            },
+            pattern: b"",
+            written: b"",
+            from_index_html: false,
+        }));
+        out
+    }
+}
+
+/// Compares a lower-cased token with an agent, lower-casing the agent on
+/// the fly so lookups never allocate.
+fn cmp_lowercase(token: &[u8], agent: &[u8]) -> std::cmp::Ordering {
+    token
+        .iter()
+        .copied()
+        .cmp(agent.iter().map(u8::to_ascii_lowercase))
+}

@@ -1,0 +1,192 @@
+//! The compiled rules that apply to one crawler: every rule of every group
+//! that names it, merged, sorted and indexed so that a check visits only the
+//! rules whose leading literal is a prefix of the path.
+//!
+//! The index is a sorted array of distinct leading literals, each linked to
+//! the longest other literal that is a proper prefix of it. Every literal
+//! that is a prefix of a path is a prefix of the greatest literal not above
+//! the path, so one binary search plus a walk up those links finds all the
+//! candidates. It may offer rules that do not match (the wildcard part is
+//! still checked) but never misses one.
+
+use crate::pattern::{Shape, classify, matches_after_literal};
+
+const NONE: u32 = u32::MAX;
+
+/// One compiled Allow or Disallow rule. Its priority is `len`: the length of
+/// the normalised pattern, wildcards included.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rule {
+    /// Offset of the normalised pattern in the arena.
+    pub start: u32,
+    pub len: u32,
+    pub line: u32,
+    /// Length of the leading literal.
+    pub lit: u16,
+    pub flags: u8,
+    pub shape: Shape,
+}
+
+pub(crate) const ALLOW: u8 = 1;
+/// The rule is the bare-directory Allow derived from an `…/index.htm(l)` one.
+pub(crate) const DERIVED: u8 = 2;
+
+impl Rule {
+    pub fn is_allow(&self) -> bool {
+        self.flags & ALLOW != 0
+    }
+    pub fn pattern<'a>(&self, arena: &'a [u8]) -> &'a [u8] {
+        &arena[self.start as usize..(self.start + self.len) as usize]
+    }
+    /// Google's precedence in one place: the longer pattern wins; at equal
+    /// length Allow wins; among equals the earliest line is reported (Google
+    /// only replaces its best match on a strictly higher priority).
+    #[inline]
+    fn beats(&self, other: &Rule) -> bool {
+        if self.len != other.len {
+            return self.len > other.len;
+        }
+        if self.is_allow() != other.is_allow() {
+            return self.is_allow();
+        }
+        self.line < other.line
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Literal {
+    start: u32,
+    len: u32,
+    first_rule: u32,
+    parent: u32,
+}
+
+/// The merged, indexed rules one crawler obeys.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RuleSet {
+    /// Sorted by (literal, priority descending, Allow first, line).
+    rules: Vec<Rule>,
+    literals: Vec<Literal>,
+    /// Rules with an empty pattern: they match everything with priority 0,
+    /// which never decides a verdict, so only `explain` looks at them.
+    pub empty: Vec<(u32, bool)>,
+    /// The line of the first `user-agent` of each merged group.
+    pub group_lines: Vec<u32>,
+    pub global: bool,
+}
+
+impl RuleSet {
+    /// Builds the set from rules in any order.
+    pub fn build(
+        arena: &[u8],
+        mut rules: Vec<Rule>,
+        empty: Vec<(u32, bool)>,
+        group_lines: Vec<u32>,
+        global: bool,
+    ) -> RuleSet {
+        for r in &mut rules {
+            let (lit, shape) = classify(r.pattern(arena));
+            r.lit = u16::try_from(lit).unwrap_or(u16::MAX);
+            r.shape = shape;
+        }
+        let lit_of = |r: &Rule| &arena[r.start as usize..r.start as usize + usize::from(r.lit)];
+        rules.sort_unstable_by(|a, b| {
+            lit_of(a)
+                .cmp(lit_of(b))
+                .then(b.len.cmp(&a.len))
+                .then(b.is_allow().cmp(&a.is_allow()))
+                .then(a.line.cmp(&b.line))
+        });
+        let mut literals: Vec<Literal> = Vec::new();
+        let mut stack: Vec<u32> = Vec::new();
+        for (i, r) in rules.iter().enumerate() {
+            let lit = lit_of(r);
+            if let Some(last) = literals.last()
+                && arena[last.start as usize..(last.start + last.len) as usize] == *lit
+            {
+                continue;
+            }
+            let lit_bytes = |l: &Literal| &arena[l.start as usize..(l.start + l.len) as usize];
+            while let Some(&top) = stack.last() {
+                if lit.starts_with(lit_bytes(&literals[top as usize])) {
+                    break;
+                }
+                stack.pop();
+            }
+            let index = literals.len() as u32;
+            literals.push(Literal {
+                start: r.start,
+                len: u32::from(r.lit),
+                first_rule: i as u32,
+                parent: stack.last().copied().unwrap_or(NONE),
+            });
+            stack.push(index);
+        }
+        rules.shrink_to_fit();
+        literals.shrink_to_fit();
+        RuleSet {
+            rules,
+            literals,
+            empty,
+            group_lines,
+            global,
+        }
+    }
+
+    /// The rule that decides `path`, if any rule with a non-empty pattern
+    /// matches it.
+    #[inline]
+    pub fn decide(&self, arena: &[u8], path: &[u8]) -> Option<&Rule> {
+        let lit_bytes = |l: &Literal| &arena[l.start as usize..(l.start + l.len) as usize];
+        let above = self.literals.partition_point(|l| lit_bytes(l) <= path);
+        let greatest = above.checked_sub(1)?;
+        let common = common_prefix(lit_bytes(&self.literals[greatest]), path) as u32;
+        let mut at = greatest as u32;
+        while at != NONE && self.literals[at as usize].len > common {
+            at = self.literals[at as usize].parent;
+        }
+        let mut best: Option<&Rule> = None;
+        while at != NONE {
+            let literal = &self.literals[at as usize];
+            for rule in &self.rules[literal.first_rule as usize..self.bucket_end(at)] {
+                if best.is_some_and(|b| !rule.beats(b)) {
+                    // The bucket is sorted by precedence: nothing after this can win.
+                    break;
+                }
+                if matches_after_literal(
+                    path,
+                    rule.pattern(arena),
+                    usize::from(rule.lit),
+                    rule.shape,
+                ) {
+                    best = Some(rule);
+                    break;
+                }
+            }
+            at = literal.parent;
+        }
+        best
+    }
+
+    fn bucket_end(&self, literal: u32) -> usize {
+        self.literals
+            .get(literal as usize + 1)
+            .map_or(self.rules.len(), |l| l.first_rule as usize)
+    }
+
+    /// Every rule, for `explain` and the lint; not for the hot path.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.rules.capacity() * size_of::<Rule>()
+            + self.literals.capacity() * size_of::<Literal>()
+            + self.empty.capacity() * size_of::<(u32, bool)>()
+            + self.group_lines.capacity() * size_of::<u32>()
+    }
+}
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}

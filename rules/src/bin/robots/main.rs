@@ -1,1 +1,59 @@
-fn main() {}
+//! `robots`: the robots.txt engine on the command line. `check` stands in
+//! for Google's `robots_main` (exit 0 allowed, 1 disallowed, 2 error);
+//! the other commands explain, batch, lint and diff.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod batch;
+mod check;
+mod explain;
+
+#[derive(Parser, Debug)]
+#[command(name = "robots", version, about = "Google-exact robots.txt verdicts, with the line that decided")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Verdict for one URL (`robots check FILE AGENT URL`), or a table for
+    /// many (`robots check FILE --agent A --urls FILE|-`).
+    Check(check::Args),
+    /// Read JSON lines on stdin, write each back with `"allowed"` added.
+    Batch,
+    /// Show the chosen group, every matching rule and the winner.
+    Explain {
+        /// The robots.txt file.
+        robots: PathBuf,
+        /// The crawler's product token.
+        agent: String,
+        /// The URL, percent-encoded as it would be sent.
+        url: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check::run(&args),
+        Command::Batch => batch::run(std::io::stdin().lock(), &mut std::io::stdout().lock()),
+        Command::Explain { robots, agent, url } => explain::run(&robots, &agent, &url),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("robots: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Reads a robots.txt file, naming it in the error.
+fn read_robots(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context;
+    std::fs::read(path).with_context(|| format!("cannot read robots.txt file {}", path.display()))
+}

@@ -35,13 +35,28 @@ pub(crate) fn classify(pattern: &[u8]) -> (usize, Shape) {
             _ => (pattern.len(), Shape::Prefix),
         },
         Some(star) => {
-            if pattern[star..].iter().all(|b| *b == b'*') {
+            // Only `*`s, perhaps then the final `$`: `*` reaches any end, so
+            // the anchor adds nothing but priority.
+            let tail = &pattern[star..];
+            let tail = tail.strip_suffix(b"$").unwrap_or(tail);
+            if tail.iter().all(|b| *b == b'*') {
                 (star, Shape::Prefix)
             } else {
                 (star, Shape::Wild)
             }
         }
     }
+}
+
+/// A literal segment that every path matching a [`Shape::Wild`] pattern
+/// must contain: the longest one after the leading literal. Always
+/// non-empty for a wild pattern.
+pub(crate) fn required_segment(pattern: &[u8], lit: usize) -> &[u8] {
+    let rest = &pattern[lit..];
+    let rest = rest.strip_suffix(b"$").unwrap_or(rest);
+    rest.split(|b| *b == b'*')
+        .max_by_key(|s| s.len())
+        .unwrap_or_default()
 }
 
 /// Checks the part of `pattern` after its leading literal, given that the
@@ -111,7 +126,9 @@ mod tests {
         assert_eq!(classify(b"/a*b"), (2, Shape::Wild));
         assert_eq!(classify(b"*"), (0, Shape::Prefix));
         assert_eq!(classify(b""), (0, Shape::Prefix));
-        assert_eq!(classify(b"/*$"), (1, Shape::Wild));
+        assert_eq!(classify(b"/*$"), (1, Shape::Prefix));
+        assert_eq!(classify(b"/a**$"), (2, Shape::Prefix));
+        assert_eq!(classify(b"/a*b$"), (2, Shape::Wild));
     }
 
     #[test]

@@ -272,7 +272,6 @@ impl<'r> Agent<'r> {
         let arena = self.robots.arena();
         let mut hits: Vec<&Rule> = set
             .rules()
-            .iter()
             .filter(|r| crate::pattern::matches(path, r.pattern(arena)))
             .collect();
         hits.sort_by(|a, b| {

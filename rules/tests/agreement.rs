@@ -99,6 +99,28 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+    /// Enough wildcard rules in one group to build the wildcard index.
+    #[test]
+    fn engine_agrees_with_reference_many_wildcards(
+        rules in prop::collection::vec((any::<bool>(), pattern(), pattern()), 9..60),
+        urls in prop::collection::vec(url(), 1..8),
+    ) {
+        let mut body = b"User-agent: *\n".to_vec();
+        for (allow, a, b) in &rules {
+            let key = if *allow { "Allow" } else { "Disallow" };
+            body.extend_from_slice(format!("{key}: /{a}*{b}\n").as_bytes());
+        }
+        let robots = Robots::parse(&body);
+        for url in &urls {
+            let v = robots.check("bot", url);
+            let want = reference::check(&body, b"bot", url.as_bytes());
+            prop_assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{}\n{}", String::from_utf8_lossy(&body), url);
+        }
+    }
+}
+
 fn corpus() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/realworld");
     dir.is_dir().then_some(dir)

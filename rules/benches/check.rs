@@ -1,1 +1,149 @@
-fn main() {}
+//! Criterion benchmarks for the engine, against the peers on crates.io in
+//! the same run: texting_robots, robotxt (both parse once per agent) and
+//! robotstxt (Google's port, which re-parses on every check).
+//!
+//! Inputs are built outside the timed closures: three generated files
+//! (small, medium, large), 10,000 URLs at the edges of their rules, and an
+//! agent that falls to the `*` group.
+//!
+//! Run: `cargo bench -p rules --bench check`
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+#[path = "support/corpus.rs"]
+mod corpus;
+
+const AGENT: &str = "ExampleCrawler";
+
+struct Input {
+    name: &'static str,
+    body: String,
+    urls: Vec<String>,
+    paths: Vec<String>,
+}
+
+fn inputs() -> Vec<Input> {
+    [("small", 20usize), ("medium", 1_000), ("large", 16_000)]
+        .into_iter()
+        .map(|(name, rules)| {
+            let body = corpus::robots_txt(rules, 7);
+            let urls = corpus::urls(&body, 10_000, 11);
+            let paths = urls
+                .iter()
+                .map(|u| String::from_utf8(rules::target::path_of(u.as_bytes()).into_owned()).unwrap_or_default())
+                .collect();
+            Input { name, body, urls, paths }
+        })
+        .collect()
+}
+
+fn cycle<'a>(items: &'a [String], i: &mut usize) -> &'a str {
+    *i += 1;
+    if *i == items.len() {
+        *i = 0;
+    }
+    &items[*i]
+}
+
+fn check(c: &mut Criterion) {
+    let mut group = c.benchmark_group("check");
+    group.throughput(Throughput::Elements(1));
+    for input in inputs() {
+        let ours = rules::Robots::parse(input.body.as_bytes());
+        eprintln!(
+            "{}: {} bytes, compiled form {} bytes ({:.2}x)",
+            input.name,
+            input.body.len(),
+            ours.memory_usage(),
+            ours.memory_usage() as f64 / input.body.len() as f64
+        );
+        let mut i = 0;
+        group.bench_function(BenchmarkId::new("robotsgate", input.name), |b| {
+            b.iter(|| black_box(ours.is_allowed(AGENT, cycle(&input.urls, &mut i))))
+        });
+        let agent = ours.agent(AGENT);
+        group.bench_function(BenchmarkId::new("robotsgate-agent-prepared", input.name), |b| {
+            b.iter(|| black_box(agent.is_allowed(cycle(&input.urls, &mut i))))
+        });
+        if let Ok(texting) = texting_robots::Robot::new(AGENT, input.body.as_bytes()) {
+            group.bench_function(BenchmarkId::new("texting_robots", input.name), |b| {
+                b.iter(|| black_box(texting.allowed(cycle(&input.urls, &mut i))))
+            });
+        }
+        let robotxt = robotxt::Robots::parse(input.body.as_bytes(), AGENT);
+        group.bench_function(BenchmarkId::new("robotxt", input.name), |b| {
+            // Given pre-extracted paths, which is all its API takes.
+            b.iter(|| black_box(robotxt.is_allowed(cycle(&input.paths, &mut i))))
+        });
+        group.bench_function(BenchmarkId::new("robotstxt-reparses", input.name), |b| {
+            b.iter(|| {
+                let mut m = robotstxt::DefaultMatcher::default();
+                black_box(m.one_agent_allowed_by_robots(&input.body, AGENT, cycle(&input.urls, &mut i)))
+            })
+        });
+    }
+    group.finish();
+}
+
+fn parse(c: &mut Criterion) {
+    let mut group = c.benchmark_group("parse");
+    for input in inputs() {
+        group.throughput(Throughput::Bytes(input.body.len() as u64));
+        let bytes = input.body.as_bytes();
+        group.bench_function(BenchmarkId::new("robotsgate", input.name), |b| {
+            b.iter(|| black_box(rules::Robots::parse(black_box(bytes))))
+        });
+        group.bench_function(BenchmarkId::new("texting_robots", input.name), |b| {
+            b.iter(|| black_box(texting_robots::Robot::new(AGENT, black_box(bytes)).is_ok()))
+        });
+        group.bench_function(BenchmarkId::new("robotxt", input.name), |b| {
+            b.iter(|| black_box(robotxt::Robots::parse(black_box(bytes), AGENT)))
+        });
+    }
+    group.finish();
+}
+
+/// The bound: a 16 KB `*a*a*a…` pattern against a 16 KB path that almost
+/// matches. Google's offset-list algorithm is O(pattern × path) here.
+fn worst_case(c: &mut Criterion) {
+    let mut group = c.benchmark_group("worst_case");
+    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    let pattern = "*a".repeat(8 * 1024);
+    let body = format!("User-agent: *\nDisallow: /{pattern}b\n");
+    let url = format!("https://h/{}", "a".repeat(16 * 1024));
+    let ours = rules::Robots::parse(body.as_bytes());
+    group.bench_function("robotsgate", |b| b.iter(|| black_box(ours.is_allowed(AGENT, &url))));
+    group.bench_function("robotstxt-reparses", |b| {
+        b.iter(|| {
+            let mut m = robotstxt::DefaultMatcher::default();
+            black_box(m.one_agent_allowed_by_robots(&body, AGENT, &url))
+        })
+    });
+    group.finish();
+}
+
+/// Parsing every file in the real-world corpus, as MB/s.
+fn realworld(c: &mut Criterion) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/realworld/robots");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let files: Vec<Vec<u8>> = entries.filter_map(|e| std::fs::read(e.ok()?.path()).ok()).collect();
+    let total: usize = files.iter().map(Vec::len).sum();
+    let compiled: usize = files.iter().map(|f| rules::Robots::parse(f).memory_usage()).sum();
+    eprintln!(
+        "realworld: {} files, {total} bytes, compiled {compiled} bytes ({:.2}x)",
+        files.len(),
+        compiled as f64 / total as f64
+    );
+    let mut group = c.benchmark_group("realworld");
+    group.throughput(Throughput::Bytes(total as u64)).sample_size(10);
+    group.bench_function("parse-all/robotsgate", |b| {
+        b.iter(|| files.iter().map(|f| rules::Robots::parse(f).source_len()).sum::<usize>())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, check, parse, worst_case, realworld);
+criterion_main!(benches);

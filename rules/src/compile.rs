@@ -5,8 +5,7 @@
 use std::collections::HashMap;
 
 use crate::parse::{self, Directive, Handler, KeyKind};
-use crate::pattern::Shape;
-use crate::ruleset::{ALLOW, DERIVED, Rule, RuleSet};
+use crate::ruleset::{Rule, RuleSet, Tables};
 
 /// A `user-agent` line as compiled: the global `*`, or the product token
 /// Google keeps from the value.
@@ -41,6 +40,7 @@ struct RawGroup {
 #[derive(Debug, Default)]
 pub(crate) struct Compiled {
     pub arena: Vec<u8>,
+    pub tables: Tables,
     pub sets: Vec<RuleSet>,
     /// Lower-cased product token to rule set, sorted by token.
     pub agents: Vec<(Box<[u8]>, u32)>,
@@ -48,7 +48,6 @@ pub(crate) struct Compiled {
     pub extras: Vec<Extra>,
     /// The pattern as written, by line, where it differs from the normalised one.
     pub written: Vec<(u32, Box<[u8]>)>,
-    pub group_agents: Vec<Vec<(u32, AgentName)>>,
 }
 
 #[derive(Debug, Default)]
@@ -80,12 +79,9 @@ impl Handler for Builder {
                 }
             }
             KeyKind::Allow | KeyKind::Disallow => self.rule(d),
-            KeyKind::Sitemap | KeyKind::Unknown => self.extras.push(Extra {
-                line: d.line,
-                kind: d.kind,
-                key: d.key.into(),
-                value: d.value.into(),
-            }),
+            KeyKind::Sitemap | KeyKind::Unknown => {
+                self.extras.push(Extra { line: d.line, kind: d.kind, key: d.key.into(), value: d.value.into() })
+            }
         }
     }
 }
@@ -103,40 +99,26 @@ impl Builder {
             group.empty.push((d.line, allow));
             return;
         }
-        let derived = if allow {
-            index_html_directory(&pattern)
-        } else {
-            None
-        };
+        let derived = if allow { index_html_directory(&pattern) } else { None };
         // Remember the value as written where the compiled patterns will not
         // show it: normalised ones, and the derived bare-directory rule.
         if pattern.as_ref() != d.value || derived.is_some() {
             self.written.push((d.line, d.value.into()));
         }
-        let flags = if allow { ALLOW } else { 0 };
-        push_rule(&mut self.arena, &mut group.rules, &pattern, d.line, flags);
+        push_rule(&mut self.arena, &mut group.rules, &pattern, d.line, allow, false);
         if let Some(dir) = derived {
             let mut bare = dir.to_vec();
             bare.push(b'$');
-            push_rule(
-                &mut self.arena,
-                &mut group.rules,
-                &bare,
-                d.line,
-                ALLOW | DERIVED,
-            );
+            push_rule(&mut self.arena, &mut group.rules, &bare, d.line, true, true);
         }
     }
 
     fn finish(self) -> Compiled {
-        let Builder {
-            arena,
-            groups,
-            extras,
-            mut written,
-            ..
-        } = self;
+        let Builder { mut arena, groups, mut extras, mut written, .. } = self;
+        arena.shrink_to_fit();
+        extras.shrink_to_fit();
         written.sort_unstable_by_key(|w| w.0);
+        written.shrink_to_fit();
         // Which groups each crawler obeys, in file order.
         let mut by_token: HashMap<&[u8], Vec<u32>> = HashMap::new();
         let mut global_groups: Vec<u32> = Vec::new();
@@ -155,6 +137,7 @@ impl Builder {
         // Crawlers that obey the same groups share one rule set.
         let mut set_of: HashMap<(Vec<u32>, bool), u32> = HashMap::new();
         let mut sets: Vec<RuleSet> = Vec::new();
+        let mut tables = Tables::default();
         let mut make_set = |list: Vec<u32>, global: bool| -> u32 {
             *set_of.entry((list.clone(), global)).or_insert_with(|| {
                 let mut rules = Vec::new();
@@ -166,49 +149,31 @@ impl Builder {
                     empty.extend_from_slice(&g.empty);
                     lines.push(g.agents.first().map_or(0, |a| a.0));
                 }
-                sets.push(RuleSet::build(&arena, rules, empty, lines, global));
+                sets.push(tables.add_set(&arena, rules, &empty, &lines, global));
                 (sets.len() - 1) as u32
             })
         };
         let global = (!global_groups.is_empty()).then(|| make_set(global_groups, true));
-        let mut agents: Vec<(Box<[u8]>, u32)> = by_token
-            .into_iter()
-            .map(|(t, list)| (Box::from(t), make_set(list, false)))
-            .collect();
+        let mut agents: Vec<(Box<[u8]>, u32)> =
+            by_token.into_iter().map(|(t, list)| (Box::from(t), make_set(list, false))).collect();
         agents.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let group_agents = groups.into_iter().map(|g| g.agents).collect();
-        Compiled {
-            arena,
-            sets,
-            agents,
-            global,
-            extras,
-            written,
-            group_agents,
-        }
+        agents.shrink_to_fit();
+        sets.shrink_to_fit();
+        tables.shrink();
+        Compiled { arena, tables, sets, agents, global, extras, written }
     }
 }
 
-fn push_rule(arena: &mut Vec<u8>, rules: &mut Vec<Rule>, pattern: &[u8], line: u32, flags: u8) {
-    let start = arena.len() as u32;
+fn push_rule(arena: &mut Vec<u8>, rules: &mut Vec<Rule>, pattern: &[u8], line: u32, allow: bool, derived: bool) {
+    rules.push(Rule::new(arena.len(), pattern.len(), line, allow, derived));
     arena.extend_from_slice(pattern);
-    rules.push(Rule {
-        start,
-        len: pattern.len() as u32,
-        line,
-        lit: 0,
-        flags,
-        shape: Shape::Prefix,
-    });
 }
 
 /// Google-specific: an Allow whose last path segment starts with
 /// `index.htm` also allows the bare directory, as `<dir>/$`.
 fn index_html_directory(pattern: &[u8]) -> Option<&[u8]> {
     let slash = memchr::memrchr(b'/', pattern)?;
-    pattern[slash..]
-        .starts_with(b"/index.htm")
-        .then(|| &pattern[..=slash])
+    pattern[slash..].starts_with(b"/index.htm").then(|| &pattern[..=slash])
 }
 
 /// Parses and compiles `body`.

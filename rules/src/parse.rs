@@ -89,11 +89,7 @@ pub fn parse<H: Handler + ?Sized>(body: &[u8], handler: &mut H) {
         let (line, next) = match memchr2(b'\n', b'\r', rest) {
             Some(i) => {
                 // CRLF is one terminator; "\r\r" or "\n\r" are two.
-                let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') {
-                    2
-                } else {
-                    1
-                };
+                let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
                 (&rest[..i], Some(&rest[i + skip..]))
             }
             None => (rest, None),
@@ -188,8 +184,7 @@ fn whitespace_separator(text: &[u8]) -> Option<usize> {
 /// Decides a key's kind by case-insensitive prefix, so `Disallowed:` is a
 /// disallow, exactly as Google does.
 pub fn classify_key(key: &[u8]) -> KeyKind {
-    let starts =
-        |p: &str| key.len() >= p.len() && key[..p.len()].eq_ignore_ascii_case(p.as_bytes());
+    let starts = |p: &str| key.len() >= p.len() && key[..p.len()].eq_ignore_ascii_case(p.as_bytes());
     if starts("user-agent") || USER_AGENT_TYPOS.iter().any(|t| starts(t)) {
         KeyKind::UserAgent
     } else if starts("allow") {
@@ -276,18 +271,10 @@ pub fn normalize_pattern(value: &[u8]) -> Cow<'_, [u8]> {
     let mut i = 0;
     while i < value.len() {
         if is_escape(i) {
-            out.extend_from_slice(&[
-                b'%',
-                value[i + 1].to_ascii_uppercase(),
-                value[i + 2].to_ascii_uppercase(),
-            ]);
+            out.extend_from_slice(&[b'%', value[i + 1].to_ascii_uppercase(), value[i + 2].to_ascii_uppercase()]);
             i += 3;
         } else if value[i] >= 0x80 {
-            out.extend_from_slice(&[
-                b'%',
-                HEX[usize::from(value[i] >> 4)],
-                HEX[usize::from(value[i] & 0xF)],
-            ]);
+            out.extend_from_slice(&[b'%', HEX[usize::from(value[i] >> 4)], HEX[usize::from(value[i] & 0xF)]]);
             i += 1;
         } else {
             out.push(value[i]);
@@ -331,8 +318,7 @@ mod tests {
             self.1.push((line, *meta));
         }
         fn directive(&mut self, d: &Directive<'_>) {
-            self.0
-                .push((d.line, d.kind, d.key.to_vec(), d.value.to_vec()));
+            self.0.push((d.line, d.kind, d.key.to_vec(), d.value.to_vec()));
         }
     }
     fn events(body: &[u8]) -> Collect {
@@ -369,10 +355,7 @@ mod tests {
     fn google_only_missing_colon_two_words() {
         let c = events(b"Disallow /x\nDisallow /x /y\nUser-agent \t Foo");
         assert_eq!(c.0.len(), 2);
-        assert_eq!(
-            (c.0[0].1, c.0[0].3.as_slice()),
-            (KeyKind::Disallow, &b"/x"[..])
-        );
+        assert_eq!((c.0[0].1, c.0[0].3.as_slice()), (KeyKind::Disallow, &b"/x"[..]));
         assert_eq!(c.0[1].3, b"Foo");
         assert!(c.1[0].1.missing_colon);
     }

@@ -39,11 +39,7 @@ pub(crate) fn classify(pattern: &[u8]) -> (usize, Shape) {
             // the anchor adds nothing but priority.
             let tail = &pattern[star..];
             let tail = tail.strip_suffix(b"$").unwrap_or(tail);
-            if tail.iter().all(|b| *b == b'*') {
-                (star, Shape::Prefix)
-            } else {
-                (star, Shape::Wild)
-            }
+            if tail.iter().all(|b| *b == b'*') { (star, Shape::Prefix) } else { (star, Shape::Wild) }
         }
     }
 }
@@ -54,9 +50,7 @@ pub(crate) fn classify(pattern: &[u8]) -> (usize, Shape) {
 pub(crate) fn required_segment(pattern: &[u8], lit: usize) -> &[u8] {
     let rest = &pattern[lit..];
     let rest = rest.strip_suffix(b"$").unwrap_or(rest);
-    rest.split(|b| *b == b'*')
-        .max_by_key(|s| s.len())
-        .unwrap_or_default()
+    rest.split(|b| *b == b'*').max_by_key(|s| s.len()).unwrap_or_default()
 }
 
 /// Checks the part of `pattern` after its leading literal, given that the
@@ -101,7 +95,7 @@ fn wild(path: &[u8], mut pos: usize, rest: &[u8]) -> bool {
         (body, None)
     };
     for segment in middle.split(|b| *b == b'*').filter(|s| !s.is_empty()) {
-        match memmem::find(&path[pos..], segment) {
+        match find(&path[pos..], segment) {
             Some(i) => pos += i + segment.len(),
             None => return false,
         }
@@ -112,9 +106,41 @@ fn wild(path: &[u8], mut pos: usize, rest: &[u8]) -> bool {
     }
 }
 
+/// Finds `needle` in `hay`. Short needles (the usual `.php`, `?sort=`)
+/// go through `memchr` on their first byte, which costs nothing to set up
+/// and at most `needle.len()` ≤ 4 comparisons per position; longer ones use
+/// `memmem`, which is linear.
+#[inline]
+pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let Some((&first, rest)) = needle.split_first() else { return Some(0) };
+    if needle.len() > 4 {
+        return memmem::find(hay, needle);
+    }
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(first, &hay[from..]) {
+        let at = from + i;
+        if hay[at + 1..].starts_with(rest) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn find_short_and_long() {
+        assert_eq!(find(b"abcabd", b"abd"), Some(3));
+        assert_eq!(find(b"abcabd", b"abcabd"), Some(0));
+        assert_eq!(find(b"abcab", b"abd"), None);
+        assert_eq!(find(b"ab", b"abc"), None);
+        assert_eq!(find(b"", b""), Some(0));
+        assert_eq!(find(b"xxxxxyz", b"xyz"), Some(4));
+        assert_eq!(find(b"aaaaaaaaab", b"aaaab"), Some(5));
+    }
 
     #[test]
     fn shapes() {
@@ -159,16 +185,10 @@ mod tests {
             ("/", "x"),
         ];
         for (path, pat) in yes {
-            assert!(
-                matches(path.as_bytes(), pat.as_bytes()),
-                "{pat} should match {path}"
-            );
+            assert!(matches(path.as_bytes(), pat.as_bytes()), "{pat} should match {path}");
         }
         for (path, pat) in no {
-            assert!(
-                !matches(path.as_bytes(), pat.as_bytes()),
-                "{pat} should not match {path}"
-            );
+            assert!(!matches(path.as_bytes(), pat.as_bytes()), "{pat} should not match {path}");
         }
     }
 }

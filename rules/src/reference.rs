@@ -22,11 +22,7 @@ pub fn offset_list_matches(path: &[u8], pattern: &[u8]) -> bool {
         if p == b'*' {
             positions = (positions[0]..=path.len()).collect();
         } else {
-            positions = positions
-                .iter()
-                .filter(|&&at| path.get(at) == Some(&p))
-                .map(|at| at + 1)
-                .collect();
+            positions = positions.iter().filter(|&&at| path.get(at) == Some(&p)).map(|at| at + 1).collect();
             if positions.is_empty() {
                 return false;
             }
@@ -44,10 +40,7 @@ struct Best {
 
 impl Default for Best {
     fn default() -> Self {
-        Best {
-            priority: -1,
-            line: 0,
-        }
+        Best { priority: -1, line: 0 }
     }
 }
 
@@ -130,22 +123,14 @@ impl Streaming<'_> {
     fn outcome(&self) -> (bool, u32) {
         let (a, d) = (self.allow_specific, self.disallow_specific);
         if a.priority > 0 || d.priority > 0 {
-            return if d.priority > a.priority {
-                (false, d.line)
-            } else {
-                (true, a.line)
-            };
+            return if d.priority > a.priority { (false, d.line) } else { (true, a.line) };
         }
         if self.ever_seen_specific {
             return (true, 0);
         }
         let (a, d) = (self.allow_global, self.disallow_global);
         if a.priority > 0 || d.priority > 0 {
-            return if d.priority > a.priority {
-                (false, d.line)
-            } else {
-                (true, a.line)
-            };
+            return if d.priority > a.priority { (false, d.line) } else { (true, a.line) };
         }
         (true, 0)
     }

@@ -4,9 +4,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::compile::{AgentName, Compiled, Extra, compile};
+use crate::compile::{Compiled, Extra, compile};
 use crate::parse::{KeyKind, is_token_byte};
-use crate::ruleset::{DERIVED, Rule, RuleSet};
+use crate::ruleset::{Rule, RuleSet};
 use crate::target::path_of;
 use crate::verdict::{GroupChoice, RuleKind, RuleRef, Verdict};
 
@@ -33,7 +33,7 @@ impl fmt::Debug for Robots {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Robots")
             .field("source_len", &self.source_len)
-            .field("groups", &self.inner.group_agents.len())
+            .field("rule_sets", &self.inner.sets.len())
             .field("agents", &self.inner.agents.len())
             .finish_non_exhaustive()
     }
@@ -44,10 +44,7 @@ impl Robots {
     /// any bytes are a robots.txt, as they are to Google. Content past
     /// [`crate::parse::MAX_FILE_BYTES`] is ignored.
     pub fn parse(body: &[u8]) -> Robots {
-        Robots {
-            inner: Arc::new(compile(body)),
-            source_len: body.len(),
-        }
+        Robots { inner: Arc::new(compile(body)), source_len: body.len() }
     }
 
     /// Whether `agent` may fetch `url`. See [`Robots::check`].
@@ -103,19 +100,12 @@ impl Robots {
             // A file's tokens hold only token bytes, so nothing can match.
             None
         };
-        Agent {
-            robots: self,
-            set: specific.or(self.inner.global),
-        }
+        Agent { robots: self, set: specific.or(self.inner.global) }
     }
 
     /// `Sitemap:` lines, with their line numbers, in file order.
     pub fn sitemaps(&self) -> impl Iterator<Item = (u32, &[u8])> {
-        self.inner
-            .extras
-            .iter()
-            .filter(|e| e.kind == KeyKind::Sitemap)
-            .map(|e| (e.line, &*e.value))
+        self.inner.extras.iter().filter(|e| e.kind == KeyKind::Sitemap).map(|e| (e.line, &*e.value))
     }
 
     /// Every line that is neither a group nor a rule line (sitemaps,
@@ -124,46 +114,23 @@ impl Robots {
         &self.inner.extras
     }
 
-    /// The groups as written: for each, its `user-agent` lines with the
-    /// token Google keeps (`None` for `*`).
-    pub fn groups(&self) -> impl Iterator<Item = Vec<(u32, Option<&[u8]>)>> {
-        self.inner.group_agents.iter().map(|g| {
-            g.iter()
-                .map(|(line, name)| match name {
-                    AgentName::Global => (*line, None),
-                    AgentName::Token(t) => (*line, Some(&**t)),
-                })
-                .collect()
-        })
-    }
-
     /// Size of the input this was parsed from.
     pub fn source_len(&self) -> usize {
         self.source_len
     }
 
-    /// Heap bytes held by the compiled form.
+    /// Bytes held by the compiled form, heap and inline: what keeping this
+    /// `Robots` costs.
     pub fn memory_usage(&self) -> usize {
         let c = &*self.inner;
-        c.arena.capacity()
-            + c.sets.iter().map(RuleSet::heap_bytes).sum::<usize>()
+        size_of::<Compiled>()
+            + c.arena.capacity()
+            + c.tables.heap_bytes()
             + c.sets.capacity() * size_of::<RuleSet>()
-            + c.agents
-                .iter()
-                .map(|a| a.0.len() + size_of::<(Box<[u8]>, u32)>())
-                .sum::<usize>()
-            + c.extras
-                .iter()
-                .map(|e| e.key.len() + e.value.len() + size_of::<Extra>())
-                .sum::<usize>()
-            + c.written
-                .iter()
-                .map(|w| w.1.len() + size_of::<(u32, Box<[u8]>)>())
-                .sum::<usize>()
-            + c.group_agents
-                .iter()
-                .map(|g| g.capacity() * size_of::<(u32, AgentName)>() + size_of::<Vec<()>>())
-                .sum::<usize>()
+            + c.sets.iter().map(RuleSet::heap_bytes).sum::<usize>()
+            + c.agents.iter().map(|a| a.0.len() + size_of::<(Box<[u8]>, u32)>()).sum::<usize>()
+            + c.extras.iter().map(|e| e.key.len() + e.value.len() + size_of::<Extra>()).sum::<usize>()
+            + c.written.iter().map(|w| w.1.len() + size_of::<(u32, Box<[u8]>)>()).sum::<usize>()
     }
 
     /// The public view of a compiled rule. `written` is the value as it
@@ -171,20 +138,16 @@ impl Robots {
     /// `…/index.html` Allow it came from.
     pub(crate) fn rule_ref(&self, rule: &Rule) -> RuleRef<'_> {
         let pattern = rule.pattern(&self.inner.arena);
-        let written = match self.inner.written.binary_search_by_key(&rule.line, |w| w.0) {
+        let written = match self.inner.written.binary_search_by_key(&rule.line(), |w| w.0) {
             Ok(i) => &*self.inner.written[i].1,
             Err(_) => pattern,
         };
         RuleRef {
-            line: rule.line,
-            kind: if rule.is_allow() {
-                RuleKind::Allow
-            } else {
-                RuleKind::Disallow
-            },
+            line: rule.line(),
+            kind: if rule.is_allow() { RuleKind::Allow } else { RuleKind::Disallow },
             pattern,
             written,
-            from_index_html: rule.flags & DERIVED != 0,
+            from_index_html: rule.is_derived(),
         }
     }
 
@@ -192,8 +155,8 @@ impl Robots {
         &self.inner.sets[i as usize]
     }
 
-    pub(crate) fn arena(&self) -> &[u8] {
-        &self.inner.arena
+    pub(crate) fn compiled(&self) -> &Compiled {
+        &self.inner
     }
 }
 
@@ -228,66 +191,38 @@ impl<'r> Agent<'r> {
     /// [`crate::target::path_of`] (path, params and query).
     pub fn check_path(&self, path: &[u8]) -> Verdict<'r> {
         let Some(set_index) = self.set else {
-            return Verdict {
-                allowed: true,
-                group: None,
-                rule: None,
-            };
+            return Verdict { allowed: true, group: None, rule: None };
         };
+        let c = self.robots.compiled();
         let set = self.robots.set(set_index);
-        let group = Some(GroupChoice {
-            global: set.global,
-            lines: &set.group_lines,
-        });
-        match set.decide(self.robots.arena(), path) {
-            None => Verdict {
-                allowed: true,
-                group,
-                rule: None,
-            },
-            Some(rule) => Verdict {
-                allowed: rule.is_allow(),
-                group,
-                rule: Some(self.robots.rule_ref(rule)),
-            },
+        let group = self.group();
+        match set.decide(&c.tables, &c.arena, path) {
+            None => Verdict { allowed: true, group, rule: None },
+            Some(rule) => Verdict { allowed: rule.is_allow(), group, rule: Some(self.robots.rule_ref(rule)) },
         }
     }
 
     /// The chosen group, or `None` when no group applies.
     pub fn group(&self) -> Option<GroupChoice<'r>> {
         let set = self.robots.set(self.set?);
-        Some(GroupChoice {
-            global: set.global,
-            lines: &set.group_lines,
-        })
+        Some(GroupChoice { global: set.global, lines: set.group_lines(&self.robots.compiled().tables) })
     }
 
     /// Every rule of the chosen group that matches `path`, in precedence
     /// order, empty patterns last. Slow; for `explain`.
     pub fn matching_rules(&self, path: &[u8]) -> Vec<RuleRef<'r>> {
-        let Some(set_index) = self.set else {
-            return Vec::new();
-        };
+        let Some(set_index) = self.set else { return Vec::new() };
+        let c = self.robots.compiled();
         let set = self.robots.set(set_index);
-        let arena = self.robots.arena();
-        let mut hits: Vec<&Rule> = set
-            .rules()
-            .filter(|r| crate::pattern::matches(path, r.pattern(arena)))
-            .collect();
+        let mut hits: Vec<&Rule> =
+            set.rules(&c.tables).filter(|r| crate::pattern::matches(path, r.pattern(&c.arena))).collect();
         hits.sort_by(|a, b| {
-            b.len
-                .cmp(&a.len)
-                .then(b.is_allow().cmp(&a.is_allow()))
-                .then(a.line.cmp(&b.line))
+            b.priority().cmp(&a.priority()).then(b.is_allow().cmp(&a.is_allow())).then(a.line().cmp(&b.line()))
         });
         let mut out: Vec<RuleRef<'r>> = hits.into_iter().map(|r| self.robots.rule_ref(r)).collect();
-        out.extend(set.empty.iter().map(|&(line, allow)| RuleRef {
+        out.extend(set.empty(&c.tables).iter().map(|&(line, allow)| RuleRef {
             line,
-            kind: if allow {
-                RuleKind::Allow
-            } else {
-                RuleKind::Disallow
-            },
+            kind: if allow { RuleKind::Allow } else { RuleKind::Disallow },
             pattern: b"",
             written: b"",
             from_index_html: false,
@@ -299,8 +234,5 @@ impl<'r> Agent<'r> {
 /// Compares a lower-cased token with an agent, lower-casing the agent on
 /// the fly so lookups never allocate.
 fn cmp_lowercase(token: &[u8], agent: &[u8]) -> std::cmp::Ordering {
-    token
-        .iter()
-        .copied()
-        .cmp(agent.iter().map(u8::to_ascii_lowercase))
+    token.iter().copied().cmp(agent.iter().map(u8::to_ascii_lowercase))
 }

@@ -55,14 +55,11 @@ pub fn path_of(url: &[u8]) -> Cow<'_, [u8]> {
 
 /// Index of the first byte at or after `from` that is one of `set`.
 fn find_any(hay: &[u8], from: usize, set: &[u8]) -> Option<usize> {
-    hay.get(from..)?
-        .iter()
-        .position(|b| set.contains(b))
-        .map(|i| i + from)
+    hay.get(from..)?.iter().position(|b| set.contains(b)).map(|i| i + from)
 }
 
 fn find_sub(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    memchr::memmem::find(hay.get(from..)?, needle).map(|i| i + from)
+    crate::pattern::find(hay.get(from..)?, needle).map(|i| i + from)
 }
 
 #[cfg(test)]
@@ -81,14 +78,8 @@ mod tests {
             ("http://www.example.com/", "/"),
             ("http://www.example.com/a", "/a"),
             ("http://www.example.com/a/", "/a/"),
-            (
-                "http://www.example.com/a/b?c=http://d.e/",
-                "/a/b?c=http://d.e/",
-            ),
-            (
-                "http://www.example.com/a/b?c=d&e=f#fragment",
-                "/a/b?c=d&e=f",
-            ),
+            ("http://www.example.com/a/b?c=http://d.e/", "/a/b?c=http://d.e/"),
+            ("http://www.example.com/a/b?c=d&e=f#fragment", "/a/b?c=d&e=f"),
             ("example.com", "/"),
             ("example.com/", "/"),
             ("example.com/a", "/a"),

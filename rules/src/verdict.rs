@@ -50,19 +50,9 @@ impl RuleRef<'_> {
 impl fmt::Display for RuleRef<'_> {
     /// `line 3: Disallow: /private`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "line {}: {}: {}",
-            self.line,
-            self.kind,
-            String::from_utf8_lossy(self.written)
-        )?;
+        write!(f, "line {}: {}: {}", self.line, self.kind, String::from_utf8_lossy(self.written))?;
         if self.from_index_html {
-            write!(
-                f,
-                " (also allows {})",
-                String::from_utf8_lossy(self.pattern)
-            )?;
+            write!(f, " (also allows {})", String::from_utf8_lossy(self.pattern))?;
         }
         Ok(())
     }
@@ -93,11 +83,7 @@ pub struct Verdict<'r> {
 
 impl fmt::Display for Verdict<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.allowed {
-            "allowed"
-        } else {
-            "disallowed"
-        })?;
+        f.write_str(if self.allowed { "allowed" } else { "disallowed" })?;
         match (&self.rule, &self.group) {
             (Some(rule), _) => write!(f, " by {rule}"),
             (None, Some(_)) => f.write_str(" (no rule matched)"),

@@ -36,12 +36,7 @@ fn line() -> impl Strategy<Value = String> {
         Just("*x"),
     ];
     let allow_key = prop_oneof![Just("Allow"), Just("allow"), Just("Alow")];
-    let disallow_key = prop_oneof![
-        Just("Disallow"),
-        Just("disallow"),
-        Just("Dissallow"),
-        Just("Disallowed")
-    ];
+    let disallow_key = prop_oneof![Just("Disallow"), Just("disallow"), Just("Dissallow"), Just("Disallowed")];
     prop_oneof![
         3 => agent.prop_map(|a| format!("User-agent: {a}")),
         1 => prop_oneof![Just("Useragent"), Just("User agent")].prop_map(|k| format!("{k}: FooBot")),
@@ -57,12 +52,8 @@ fn line() -> impl Strategy<Value = String> {
 
 fn body() -> impl Strategy<Value = Vec<u8>> {
     let ending = prop_oneof![Just("\n"), Just("\r\n"), Just("\r")];
-    prop::collection::vec((line(), ending), 0..14).prop_map(|lines| {
-        lines
-            .into_iter()
-            .flat_map(|(l, e)| format!("{l}{e}").into_bytes())
-            .collect()
-    })
+    prop::collection::vec((line(), ending), 0..14)
+        .prop_map(|lines| lines.into_iter().flat_map(|(l, e)| format!("{l}{e}").into_bytes()).collect())
 }
 
 fn url() -> impl Strategy<Value = String> {
@@ -141,24 +132,12 @@ fn realworld_corpus_agrees() {
         let body = std::fs::read(entry.path()).expect("robots file");
         let robots = Robots::parse(&body);
         files += 1;
-        let urls =
-            std::fs::read_to_string(dir.join("urls").join(entry.file_name())).unwrap_or_default();
+        let urls = std::fs::read_to_string(dir.join("urls").join(entry.file_name())).unwrap_or_default();
         for url in urls.lines().take(25) {
-            for agent in [
-                "Googlebot",
-                "bingbot",
-                "Googlebot-Image",
-                "AhrefsBot",
-                "someunknowncrawler",
-            ] {
+            for agent in ["Googlebot", "bingbot", "Googlebot-Image", "AhrefsBot", "someunknowncrawler"] {
                 let v = robots.check(agent, url);
                 let want = reference::check(&body, agent.as_bytes(), url.as_bytes());
-                assert_eq!(
-                    (v.allowed, v.rule.map_or(0, |r| r.line)),
-                    want,
-                    "{:?} {agent} {url}",
-                    entry.path()
-                );
+                assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{:?} {agent} {url}", entry.path());
                 checked += 1;
             }
         }

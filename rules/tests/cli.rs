@@ -11,12 +11,7 @@ fn robots(args: &[&str], stdin: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn robots");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin)
-        .expect("write stdin");
+    child.stdin.take().expect("stdin").write_all(stdin).expect("write stdin");
     child.wait_with_output().expect("wait robots")
 }
 
@@ -37,10 +32,7 @@ fn check_exit_codes_and_line() {
     let out = robots(&["check", f, "Googlebot", "https://x/private/a"], b"");
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("DISALLOWED") && text.contains("line 2: Disallow: /private"),
-        "{text}"
-    );
+    assert!(text.contains("DISALLOWED") && text.contains("line 2: Disallow: /private"), "{text}");
     let out = robots(&["check", f, "Googlebot", "https://x/private/ok"], b"");
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("line 3: Allow: /private/ok"));
@@ -51,33 +43,14 @@ fn check_exit_codes_and_line() {
 
 #[test]
 fn check_table_from_stdin() {
-    let f = temp_file(
-        "table.txt",
-        b"User-agent: a\nDisallow: /x\n\nUser-agent: *\nDisallow: /y\n",
-    );
+    let f = temp_file("table.txt", b"User-agent: a\nDisallow: /x\n\nUser-agent: *\nDisallow: /y\n");
     let out = robots(
-        &[
-            "check",
-            f.to_str().unwrap(),
-            "--agent",
-            "a",
-            "--agent",
-            "b",
-            "--urls",
-            "-",
-        ],
+        &["check", f.to_str().unwrap(), "--agent", "a", "--agent", "b", "--urls", "-"],
         b"http://h/x\nhttp://h/y\n\n",
     );
     let text = String::from_utf8_lossy(&out.stdout);
     let rows: Vec<&str> = text.lines().collect();
-    assert_eq!(
-        rows,
-        vec![
-            "a\tb\tURL",
-            "disallow:2\tallow\thttp://h/x",
-            "allow\tdisallow:5\thttp://h/y"
-        ]
-    );
+    assert_eq!(rows, vec!["a\tb\tURL", "disallow:2\tallow\thttp://h/x", "allow\tdisallow:5\thttp://h/y"]);
     assert_eq!(out.status.code(), Some(1));
 }
 
@@ -97,20 +70,11 @@ fn batch_keeps_members_and_reports_bad_lines() {
     );
     let out = robots(&["batch"], input.as_bytes());
     let text = String::from_utf8_lossy(&out.stdout);
-    let rows: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(rows.len(), 5, "{text}");
     assert_eq!(rows[0]["allowed"], false);
     assert_eq!(rows[0]["id"], 7);
-    assert!(
-        text.lines()
-            .next()
-            .unwrap()
-            .starts_with(r#"{"id":7,"robots""#),
-        "member order kept"
-    );
+    assert!(text.lines().next().unwrap().starts_with(r#"{"id":7,"robots""#), "member order kept");
     assert!(rows[1]["error"].as_str().unwrap().contains("invalid JSON"));
     assert_eq!(rows[1]["line"], 2);
     assert_eq!(rows[2]["allowed"], false);
@@ -122,25 +86,13 @@ fn batch_keeps_members_and_reports_bad_lines() {
 
 #[test]
 fn explain_shows_all_matches() {
-    let f = temp_file(
-        "explain.txt",
-        b"User-agent: *\nDisallow: /a\nAllow: /a/b\nDisallow: /*b\n",
-    );
-    let out = robots(
-        &["explain", f.to_str().unwrap(), "bot", "http://h/a/b"],
-        b"",
-    );
+    let f = temp_file("explain.txt", b"User-agent: *\nDisallow: /a\nAllow: /a/b\nDisallow: /*b\n");
+    let out = robots(&["explain", f.to_str().unwrap(), "bot", "http://h/a/b"], b"");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("the * group, starting at line 1"), "{text}");
-    let p4 = text
-        .find("priority    4  line 3: Allow: /a/b")
-        .expect(&text);
-    let p3 = text
-        .find("priority    3  line 4: Disallow: /*b")
-        .expect(&text);
-    let p2 = text
-        .find("priority    2  line 2: Disallow: /a")
-        .expect(&text);
+    let p4 = text.find("priority    4  line 3: Allow: /a/b").expect(&text);
+    let p3 = text.find("priority    3  line 4: Disallow: /*b").expect(&text);
+    let p2 = text.find("priority    2  line 2: Disallow: /a").expect(&text);
     assert!(p4 < p3 && p3 < p2);
     assert!(text.contains("ALLOWED"));
     assert_eq!(out.status.code(), Some(0));

@@ -159,12 +159,7 @@ fn engine_matches_corpus() {
         let robots = Robots::parse(c.robots);
         let v = robots.check(c.agent, c.url);
         assert_eq!(v.allowed, c.allowed, "{}", label(c));
-        assert_eq!(
-            v.rule.map_or(0, |r| r.line),
-            c.line,
-            "deciding line of {}",
-            label(c)
-        );
+        assert_eq!(v.rule.map_or(0, |r| r.line), c.line, "deciding line of {}", label(c));
     }
 }
 
@@ -213,8 +208,7 @@ fn rules_past_500_kib_ignored() {
 
 #[test]
 fn explain_lists_every_match() {
-    let robots =
-        Robots::parse(b"User-agent: *\nDisallow: /a\nAllow: /a/b\nDisallow: /*b\nAllow:\n");
+    let robots = Robots::parse(b"User-agent: *\nDisallow: /a\nAllow: /a/b\nDisallow: /*b\nAllow:\n");
     let agent = robots.agent("x");
     let hits = agent.matching_rules(b"/a/b");
     let lines: Vec<u32> = hits.iter().map(|r| r.line).collect();
@@ -224,33 +218,23 @@ fn explain_lists_every_match() {
 
 #[test]
 fn verdict_names_group() {
-    let robots = Robots::parse(
-        b"User-agent: a\nDisallow: /\n\nUser-agent: *\nDisallow: /x\n\nuser-agent: a\nallow: /y\n",
-    );
+    let robots =
+        Robots::parse(b"User-agent: a\nDisallow: /\n\nUser-agent: *\nDisallow: /x\n\nuser-agent: a\nallow: /y\n");
     let v = robots.check("A", "http://h/y");
     let g = v.group.unwrap();
     assert!(!g.global);
     assert_eq!(g.lines, &[1, 7]);
     let v = robots.check("other", "http://h/x");
     assert!(v.group.unwrap().global);
-    assert!(
-        Robots::parse(b"User-agent: a\nDisallow: /\n")
-            .check("b", "/")
-            .group
-            .is_none()
-    );
+    assert!(Robots::parse(b"User-agent: a\nDisallow: /\n").check("b", "/").group.is_none());
 }
 
 #[test]
 fn sitemaps_and_extras_keep_lines() {
-    let robots = Robots::parse(
-        b"Sitemap: https://x/s.xml\nUser-agent: *\nCrawl-delay: 10\nsite-map: https://x/t.xml\n",
-    );
+    let robots =
+        Robots::parse(b"Sitemap: https://x/s.xml\nUser-agent: *\nCrawl-delay: 10\nsite-map: https://x/t.xml\n");
     let maps: Vec<(u32, &[u8])> = robots.sitemaps().collect();
-    assert_eq!(
-        maps,
-        vec![(1, &b"https://x/s.xml"[..]), (4, &b"https://x/t.xml"[..])]
-    );
+    assert_eq!(maps, vec![(1, &b"https://x/s.xml"[..]), (4, &b"https://x/t.xml"[..])]);
     assert_eq!(robots.extras()[1].line, 3);
     assert_eq!(&*robots.extras()[1].key, b"Crawl-delay");
 }

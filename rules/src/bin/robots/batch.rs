@@ -32,11 +32,7 @@ pub fn run(input: impl BufRead, out: &mut impl Write) -> anyhow::Result<ExitCode
         out.write_all(b"\n")?;
     }
     out.flush()?;
-    Ok(if failures == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
+    Ok(if failures == 0 { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }
 
 fn answer(line: &[u8], last: &mut Option<(Vec<u8>, Robots)>) -> Result<Map<String, Value>, String> {
@@ -53,9 +49,7 @@ fn answer(line: &[u8], last: &mut Option<(Vec<u8>, Robots)>) -> Result<Map<Strin
         let parsed = Robots::parse(&robots);
         *last = Some((robots, parsed));
     }
-    let allowed = last
-        .as_ref()
-        .is_some_and(|(_, r)| r.check_bytes(&agent, &url).allowed);
+    let allowed = last.as_ref().is_some_and(|(_, r)| r.check_bytes(&agent, &url).allowed);
     obj.insert("allowed".into(), Value::Bool(allowed));
     Ok(obj)
 }

@@ -30,24 +30,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     match (&args.agent, &args.url, &args.urls) {
         (Some(agent), Some(url), None) if args.agents.is_empty() => single(&robots, agent, url),
         (None, None, Some(urls)) if !args.agents.is_empty() => table(&robots, &args.agents, urls),
-        _ => bail!(
-            "use `robots check FILE AGENT URL` or `robots check FILE --agent A [--agent B ...] --urls FILE|-`"
-        ),
+        _ => bail!("use `robots check FILE AGENT URL` or `robots check FILE --agent A [--agent B ...] --urls FILE|-`"),
     }
 }
 
 fn single(robots: &Robots, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     let v = robots.check(agent, url);
-    println!(
-        "{}: {agent} {url}",
-        if v.allowed { "ALLOWED" } else { "DISALLOWED" }
-    );
+    println!("{}: {agent} {url}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
     println!("{}", reason(&v));
-    Ok(if v.allowed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if v.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// One line saying why, shared by every command that prints a verdict.
@@ -64,8 +55,7 @@ fn table(robots: &Robots, agents: &[String], urls: &PathBuf) -> anyhow::Result<E
     let reader: Box<dyn BufRead> = if urls.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        let f = std::fs::File::open(urls)
-            .with_context(|| format!("cannot read URL list {}", urls.display()))?;
+        let f = std::fs::File::open(urls).with_context(|| format!("cannot read URL list {}", urls.display()))?;
         Box::new(std::io::BufReader::new(f))
     };
     let prepared: Vec<_> = agents.iter().map(|a| robots.agent(a)).collect();
@@ -92,9 +82,5 @@ fn table(robots: &Robots, agents: &[String], urls: &PathBuf) -> anyhow::Result<E
         out.write_all(b"\n")?;
     }
     out.flush()?;
-    Ok(if any_disallowed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if any_disallowed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

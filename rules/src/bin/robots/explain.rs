@@ -19,11 +19,7 @@ pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
         }
         Some(g) => {
             let lines: Vec<String> = g.lines.iter().map(u32::to_string).collect();
-            let which = if g.global {
-                "the * group"
-            } else {
-                "this crawler's group"
-            };
+            let which = if g.global { "the * group" } else { "this crawler's group" };
             println!("group:    {which}, starting at line {}", lines.join(", "));
         }
     }
@@ -33,23 +29,12 @@ pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     } else {
         println!("matched (longest first; Allow wins ties):");
         for r in &hits {
-            let note = if r.pattern.is_empty() {
-                "  (empty: never decides)"
-            } else {
-                ""
-            };
+            let note = if r.pattern.is_empty() { "  (empty: never decides)" } else { "" };
             println!("  priority {:>4}  {r}{note}", r.priority());
         }
     }
     let v = prepared.check_path(&target);
-    println!(
-        "verdict:  {}",
-        if v.allowed { "ALLOWED" } else { "DISALLOWED" }
-    );
+    println!("verdict:  {}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
     println!("because:  {}", super::check::reason(&v));
-    Ok(if v.allowed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if v.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

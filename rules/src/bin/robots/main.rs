@@ -12,11 +12,7 @@ mod check;
 mod explain;
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "robots",
-    version,
-    about = "Google-exact robots.txt verdicts, with the line that decided"
-)]
+#[command(name = "robots", version, about = "Google-exact robots.txt verdicts, with the line that decided")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -47,6 +47,7 @@
 
 #![deny(missing_docs)]
 
+mod bytes;
 mod compile;
 pub mod parse;
 pub mod pattern;

@@ -24,6 +24,7 @@ use std::ops::Range;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind};
 
+use crate::bytes::{cmp_bytes, common_prefix, has_prefix};
 use crate::pattern::{Shape, classify, matches_after_literal, required_segment};
 
 const NONE: u32 = u32::MAX;
@@ -102,7 +103,7 @@ impl Rule {
     /// The whole match, literal included.
     #[inline]
     fn matches(&self, arena: &[u8], path: &[u8]) -> bool {
-        path.starts_with(self.literal(arena)) && self.matches_after_literal(arena, path)
+        has_prefix(path, self.literal(arena)) && self.matches_after_literal(arena, path)
     }
     #[inline]
     fn matches_after_literal(&self, arena: &[u8], path: &[u8]) -> bool {
@@ -278,9 +279,12 @@ impl Tables {
             }
             key_first.push(wild.len() as u32);
             // The contiguous NFA is a fraction of a DFA's size and fast on
-            // the short haystacks URL paths are. It only fails past its size
-            // limits, and then the linear scan below is still correct.
-            let built = AhoCorasickBuilder::new().kind(Some(AhoCorasickKind::ContiguousNFA)).build(&keys);
+            // the short haystacks URL paths are; a dense root state keeps the
+            // common "no key starts here" step cheap, and deeper dense states
+            // cost memory for no measurable speed. It only fails past its
+            // size limits, and then the linear scan below is still correct.
+            let built =
+                AhoCorasickBuilder::new().kind(Some(AhoCorasickKind::ContiguousNFA)).dense_depth(2).build(&keys);
             if let Ok(keys) = built {
                 self.rules.extend_from_slice(&wild);
                 return Some(Box::new(WildIndex { keys, key_first: key_first.into() }));
@@ -322,7 +326,7 @@ impl RuleSet {
     fn decide_indexed<'t>(&self, t: &'t Tables, arena: &[u8], path: &[u8]) -> Option<&'t Rule> {
         let literals = &t.literals[range(self.literals)];
         let bytes = |l: &Literal| &arena[l.start as usize..(l.start + l.len) as usize];
-        let above = literals.partition_point(|l| bytes(l) <= path);
+        let above = literals.partition_point(|l| cmp_bytes(bytes(l), path).is_le());
         let greatest = above.checked_sub(1)?;
         let common = common_prefix(bytes(&literals[greatest]), path) as u32;
         let mut at = greatest as u32;
@@ -419,8 +423,4 @@ impl RuleSet {
     pub fn heap_bytes(&self) -> usize {
         self.wild_index.as_ref().map_or(0, |w| size_of::<WildIndex>() + w.keys.memory_usage() + w.key_first.len() * 4)
     }
-}
-
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

@@ -54,8 +54,8 @@ pub fn path_of(url: &[u8]) -> Cow<'_, [u8]> {
 }
 
 /// Index of the first byte at or after `from` that is one of `set`.
-fn find_any(hay: &[u8], from: usize, set: &[u8]) -> Option<usize> {
-    hay.get(from..)?.iter().position(|b| set.contains(b)).map(|i| i + from)
+fn find_any(hay: &[u8], from: usize, set: &[u8; 3]) -> Option<usize> {
+    memchr::memchr3(set[0], set[1], set[2], hay.get(from..)?).map(|i| i + from)
 }
 
 fn find_sub(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {

@@ -44,8 +44,8 @@ fn pattern(rng: &mut Rng, n: usize) -> String {
         0..=69 => format!("/{section}/{word}-{n}/"),
         70..=77 => format!("/{section}/{word}{n}.{}", rng.pick(EXTS)),
         78..=87 => match rng.below(2) {
-            0 => format!("/{section}/*/{word}"),
-            _ => format!("/{section}/*?{}=", rng.pick(PARAMS)),
+            0 => format!("/{section}/{word}-{n}/*/{}", rng.pick(WORDS)),
+            _ => format!("/{section}/{word}-{n}*?{}=", rng.pick(PARAMS)),
         },
         88..=93 => match rng.below(3) {
             0 => format!("/*?{}={word}", rng.pick(PARAMS)),

@@ -1,0 +1,30 @@
+//! Runs checks against a generated file in a loop, for profilers:
+//! `cargo run --release -p rules --example profile -- medium 2000000`.
+
+#[path = "../benches/support/corpus.rs"]
+mod corpus;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let size = args.next().unwrap_or_else(|| "medium".into());
+    let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let rules = match size.as_str() {
+        "small" => 20,
+        "large" => 16_000,
+        _ => 1_000,
+    };
+    let body = corpus::robots_txt(rules, 7);
+    let urls = corpus::urls(&body, 10_000, 11);
+    let robots = rules::Robots::parse(body.as_bytes());
+    let start = std::time::Instant::now();
+    let mut allowed = 0usize;
+    for i in 0..n {
+        allowed += usize::from(robots.is_allowed("ExampleCrawler", &urls[i % urls.len()]));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "{size}: {n} checks, {allowed} allowed, {:.0} ns/check, compiled {:.2}x",
+        secs * 1e9 / n as f64,
+        robots.memory_usage() as f64 / body.len() as f64
+    );
+}

@@ -23,6 +23,13 @@
 //! assert!(!robots.is_allowed("OtherBot", "https://shop.example/"));
 //! ```
 //!
+//! Around the engine, the crate holds what the gateway and the monitor must
+//! agree on: [`Policy`] turns a [`FetchOutcome`] into what crawlers obey
+//! (Google's status-code handling), [`cache`] carries it across fetches
+//! (24-hour cache, 30-day fallback), [`scope`] finds the robots.txt that
+//! governs a URL, [`lint`] explains a file's problems and [`flips`] diffs two
+//! policies by verdict.
+//!
 //! # Two phases
 //!
 //! [`Robots::parse`] is the build phase: it never fails (any bytes are a
@@ -48,17 +55,27 @@
 #![deny(missing_docs)]
 
 mod bytes;
+pub mod cache;
 mod compile;
+pub mod fetch;
+pub mod flip;
+pub mod lint;
 pub mod parse;
 pub mod pattern;
+mod policy;
 pub mod reference;
 mod robots;
 mod ruleset;
+pub mod scope;
 pub mod target;
 mod verdict;
 
 pub use compile::Extra;
+pub use fetch::{FetchOutcome, TransportError};
+pub use flip::{Flip, flips};
+pub use lint::{Diagnostic, Severity, lint};
 pub use parse::KeyKind;
+pub use policy::{Policy, Reason};
 pub use robots::{Agent, Robots};
 pub use verdict::{GroupChoice, RuleKind, RuleRef, Verdict};
 

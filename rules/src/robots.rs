@@ -191,14 +191,16 @@ impl<'r> Agent<'r> {
     /// [`crate::target::path_of`] (path, params and query).
     pub fn check_path(&self, path: &[u8]) -> Verdict<'r> {
         let Some(set_index) = self.set else {
-            return Verdict { allowed: true, group: None, rule: None };
+            return Verdict { allowed: true, group: None, rule: None, reason: None };
         };
         let c = self.robots.compiled();
         let set = self.robots.set(set_index);
         let group = self.group();
         match set.decide(&c.tables, &c.arena, path) {
-            None => Verdict { allowed: true, group, rule: None },
-            Some(rule) => Verdict { allowed: rule.is_allow(), group, rule: Some(self.robots.rule_ref(rule)) },
+            None => Verdict { allowed: true, group, rule: None, reason: None },
+            Some(rule) => {
+                Verdict { allowed: rule.is_allow(), group, rule: Some(self.robots.rule_ref(rule)), reason: None }
+            }
         }
     }
 

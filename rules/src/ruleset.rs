@@ -284,7 +284,7 @@ impl Tables {
             // cost memory for no measurable speed. It only fails past its
             // size limits, and then the linear scan below is still correct.
             let built =
-                AhoCorasickBuilder::new().kind(Some(AhoCorasickKind::ContiguousNFA)).dense_depth(2).build(&keys);
+                AhoCorasickBuilder::new().kind(Some(AhoCorasickKind::ContiguousNFA)).dense_depth(1).build(&keys);
             if let Ok(keys) = built {
                 self.rules.extend_from_slice(&wild);
                 return Some(Box::new(WildIndex { keys, key_first: key_first.into() }));

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::policy::Reason;
+
 /// Whether a rule allows or disallows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RuleKind {
@@ -79,11 +81,17 @@ pub struct Verdict<'r> {
     /// The rule that decided; `None` when no rule with a non-empty pattern
     /// matched (then the URL is allowed).
     pub rule: Option<RuleRef<'r>>,
+    /// Why, when the verdict comes from a [`crate::Policy`] with no rules
+    /// (a failed fetch, or no file); `None` for verdicts from rules.
+    pub reason: Option<Reason>,
 }
 
 impl fmt::Display for Verdict<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(if self.allowed { "allowed" } else { "disallowed" })?;
+        if let Some(reason) = &self.reason {
+            return write!(f, " ({reason})");
+        }
         match (&self.rule, &self.group) {
             (Some(rule), _) => write!(f, " by {rule}"),
             (None, Some(_)) => f.write_str(" (no rule matched)"),

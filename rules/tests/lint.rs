@@ -1,0 +1,127 @@
+//! Every lint code fires on a file that has the problem, at the right line,
+//! and stays quiet on a clean file.
+
+use rules::lint::{Code, Severity, lint};
+
+fn codes_at(body: &[u8]) -> Vec<(Code, u32)> {
+    lint(body).into_iter().map(|d| (d.code, d.line)).collect()
+}
+
+fn fires(body: &[u8], code: Code, line: u32) {
+    let found = codes_at(body);
+    assert!(
+        found.contains(&(code, line)),
+        "{code:?} at line {line} expected in {found:?} for {:?}",
+        String::from_utf8_lossy(body)
+    );
+}
+
+const CLEAN: &[u8] = b"# A clean file
+User-agent: Googlebot
+User-agent: bingbot
+Disallow: /checkout/
+Allow: /checkout/help
+
+User-agent: *
+Disallow: /admin
+Disallow: /*?sessionid=
+Allow: /admin/public$
+
+Sitemap: https://www.example.com/sitemap.xml
+";
+
+#[test]
+fn clean_file_is_quiet() {
+    assert_eq!(lint(CLEAN), Vec::new());
+    assert_eq!(lint(b""), Vec::new());
+    assert_eq!(lint(b"User-agent: *\nDisallow:\n"), Vec::new());
+}
+
+#[test]
+fn each_code_fires() {
+    fires(b"User-agent: *\nDissallow: /x\n", Code::Typo, 2);
+    fires(b"Useragent: *\nDisallow: /x\n", Code::Typo, 1);
+    fires(b"User-agent: *\nDisallowed: /x\n", Code::Typo, 2);
+    fires(b"User-agent *\nDisallow /x\n", Code::MissingColon, 2);
+    fires(b"Disallow: /x\nUser-agent: *\nDisallow: /y\n", Code::RuleOutsideGroup, 1);
+    fires(b"User-agent: *\nDisallow: private\n", Code::PatternStart, 2);
+    fires(b"User-agent: *\nDisallow: /x\nFoo: bar\n", Code::UnknownDirective, 3);
+    fires(b"User-agent: *\nAlow: /x\n", Code::UnknownDirective, 2);
+    fires(b"User-agent: *\nCrawl-delay: 10\nDisallow: /x\n", Code::CrawlDelay, 2);
+    fires(b"User-agent: *\nNoindex: /x\n", Code::Noindex, 2);
+    fires(b"User-agent: *\nDisallow: /caf\xe9\n", Code::InvalidUtf8, 2);
+    fires(b"\xEF\xBB\xBFUser-agent: *\nDisallow: /x\n", Code::Bom, 1);
+    fires(b"<!DOCTYPE html>\n<html><body>Not found</body></html>\n", Code::Html, 1);
+    fires(b"User-agent: MJ12bot\nDisallow: /\n", Code::AgentTruncated, 1);
+    fires(b"User-agent: *\nDisallow: /x\nUser-agent: Googlebot\n", Code::EmptyGroup, 3);
+    fires(b"User-agent: *\nDisallow: /shop\nAllow: /shop\n", Code::ShadowedRule, 2);
+    fires(b"User-agent: *\nDisallow: /shop\nAllow: /shop*\n", Code::ShadowedRule, 2);
+    // A longer rule of the other kind that matches less does not shadow.
+    assert!(
+        !codes_at(b"User-agent: *\nDisallow: /shop/cart\nAllow: /shop*\n").iter().any(|c| c.0 == Code::ShadowedRule)
+    );
+    fires(b"User-agent: *\nDisallow: /x\nDisallow: /x\n", Code::DuplicateRule, 3);
+    fires(b"User-agent: *\nDisallow: /x\nSitemap: /sitemap.xml\n", Code::SitemapNotAbsolute, 3);
+    fires(b"User-agent: *\nContent-Signal: search=yes, ai-train=no\nDisallow: /x\n", Code::ContentSignal, 2);
+}
+
+#[test]
+fn too_large_names_the_line_google_stops_at() {
+    let mut body = b"User-agent: *\n".to_vec();
+    let mut n = 0;
+    while body.len() <= rules::parse::MAX_FILE_BYTES + 100 {
+        n += 1;
+        body.extend_from_slice(format!("Disallow: /section-{n}/\n").as_bytes());
+    }
+    let d: Vec<_> = lint(&body).into_iter().filter(|d| d.code == Code::TooLarge).collect();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].severity, Severity::Error);
+    // The line holding byte 512,000 is the last Google reads.
+    let cut = &body[..rules::parse::MAX_FILE_BYTES];
+    let line = 1 + cut.iter().filter(|b| **b == b'\n').count() as u32;
+    assert_eq!(d[0].line, line);
+    assert!(d[0].message.contains(&format!("line {line}")), "{}", d[0].message);
+}
+
+#[test]
+fn long_lines_are_flagged() {
+    let mut body = b"User-agent: *\nDisallow: /".to_vec();
+    body.extend(std::iter::repeat_n(b'a', rules::parse::MAX_LINE_BYTES));
+    fires(&body, Code::LineTooLong, 2);
+}
+
+#[test]
+fn version_suffix_is_only_info_and_empty_token_is_error() {
+    let d = lint(b"User-agent: Googlebot/2.1\nDisallow: /x\n");
+    assert_eq!((d[0].code, d[0].severity), (Code::AgentTruncated, Severity::Info));
+    let d = lint(b"User-agent: 123bot\nDisallow: /x\n");
+    assert_eq!((d[0].code, d[0].severity), (Code::AgentTruncated, Severity::Error));
+}
+
+#[test]
+fn columns_point_at_the_value() {
+    let d = lint(b"User-agent: *\nDisallow:   private\n");
+    assert_eq!((d[0].line, d[0].column), (2, 13));
+}
+
+#[test]
+fn every_code_is_exercised_here() {
+    // Keeps this file honest when a code is added.
+    let source = include_str!("lint.rs");
+    for code in Code::ALL {
+        assert!(source.contains(&format!("Code::{code:?}")), "{code:?} has no test");
+    }
+}
+
+#[test]
+fn realworld_corpus_lints_without_panicking() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/realworld/robots");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let mut files = 0;
+    for e in entries.flatten() {
+        let body = std::fs::read(e.path()).expect("read");
+        let _ = lint(&body);
+        files += 1;
+    }
+    assert!(files > 1000);
+}

@@ -97,3 +97,60 @@ fn explain_shows_all_matches() {
     assert!(text.contains("ALLOWED"));
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn lint_formats_and_exit_codes() {
+    let bad = temp_file("bad.txt", b"User-agent: *\nDisallow: private\nDissallow: /x\n");
+    let bad = bad.to_str().unwrap();
+    let out = robots(&["lint", bad], b"");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("{bad}:2:11: error[pattern-start]")), "{text}");
+    assert!(text.contains("hint: write `/private`"), "{text}");
+    let out = robots(&["lint", bad, "--format", "json"], b"");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v[0]["code"], "pattern-start");
+    assert_eq!(v[1]["code"], "typo");
+    let out = robots(&["lint", bad, "--format", "sarif"], b"");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sarif");
+    assert_eq!(v["version"], "2.1.0");
+    assert_eq!(v["runs"][0]["results"][0]["ruleId"], "pattern-start");
+    assert_eq!(v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"], 2);
+    let good = temp_file("good.txt", b"User-agent: *\nDisallow: /private\n");
+    let out = robots(&["lint", good.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn diff_prints_text_diff_and_flips() {
+    let old = temp_file("old.txt", b"User-agent: *\nDisallow: /cart\n");
+    let new = temp_file("new.txt", b"User-agent: *\nDisallow: /cart\nDisallow: /products/\n");
+    let urls = temp_file("urls.txt", b"https://s/products/1\nhttps://s/cart\n# comment\nhttps://s/about\n");
+    let args = [
+        "diff",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--agent",
+        "Googlebot",
+        "--urls",
+        urls.to_str().unwrap(),
+    ];
+    let out = robots(&args, b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("+Disallow: /products/"), "{text}");
+    assert!(text.contains("1 verdict flips for 3 URLs x 1 crawlers"), "{text}");
+    assert!(text.contains("now disallowed (line 3: Disallow: /products/)"), "{text}");
+    let same = [
+        "diff",
+        old.to_str().unwrap(),
+        old.to_str().unwrap(),
+        "--agent",
+        "Googlebot",
+        "--urls",
+        urls.to_str().unwrap(),
+    ];
+    let out = robots(&same, b"");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no verdict flips"));
+}

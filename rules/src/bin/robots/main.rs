@@ -9,7 +9,9 @@ use clap::{Parser, Subcommand};
 
 mod batch;
 mod check;
+mod diff;
 mod explain;
+mod lint;
 
 #[derive(Parser, Debug)]
 #[command(name = "robots", version, about = "Google-exact robots.txt verdicts, with the line that decided")]
@@ -34,6 +36,16 @@ enum Command {
         /// The URL, percent-encoded as it would be sent.
         url: String,
     },
+    /// Find problems: typos, dead rules, HTML, oversize, and more. Exit 1 on errors.
+    Lint {
+        /// The robots.txt file.
+        robots: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: lint::Format,
+    },
+    /// Text diff plus every verdict that flips. Exit 1 when any verdict flips.
+    Diff(diff::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +54,8 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Batch => batch::run(std::io::stdin().lock(), &mut std::io::stdout().lock()),
         Command::Explain { robots, agent, url } => explain::run(&robots, &agent, &url),
+        Command::Lint { robots, format } => lint::run(&robots, format),
+        Command::Diff(args) => diff::run(&args),
     };
     match result {
         Ok(code) => code,

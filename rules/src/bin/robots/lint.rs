@@ -1,0 +1,90 @@
+//! `robots lint`: findings as text, JSON or SARIF 2.1.0 (which CI systems
+//! show inline); exit code 1 when any finding is an error.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use rules::lint::{Code, Diagnostic, Severity, lint};
+use serde_json::{Value, json};
+
+/// Output formats.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `file:line:column: severity[code]: message`, then the hint.
+    Text,
+    /// One JSON array of findings.
+    Json,
+    /// A SARIF 2.1.0 log.
+    Sarif,
+}
+
+pub fn run(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
+    let body = super::read_robots(path)?;
+    let found = lint(&body);
+    let name = path.display().to_string();
+    match format {
+        Format::Text => {
+            for d in &found {
+                println!("{name}:{d}");
+                if !d.hint.is_empty() {
+                    println!("    hint: {}", d.hint);
+                }
+            }
+            let count = |s| found.iter().filter(|d| d.severity == s).count();
+            println!(
+                "{name}: {} errors, {} warnings, {} notes",
+                count(Severity::Error),
+                count(Severity::Warning),
+                count(Severity::Info)
+            );
+        }
+        Format::Json => println!("{}", serde_json::to_string_pretty(&found.iter().map(to_json).collect::<Vec<_>>())?),
+        Format::Sarif => println!("{}", serde_json::to_string_pretty(&sarif(&name, &found))?),
+    }
+    let errors = found.iter().any(|d| d.severity == Severity::Error);
+    Ok(if errors { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn to_json(d: &Diagnostic) -> Value {
+    json!({
+        "line": d.line,
+        "column": d.column,
+        "severity": d.severity.as_str(),
+        "code": d.code.as_str(),
+        "message": d.message,
+        "hint": d.hint,
+    })
+}
+
+fn sarif(file: &str, found: &[Diagnostic]) -> Value {
+    let level = |s: Severity| match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    };
+    let rules: Vec<Value> = Code::ALL.iter().map(|c| json!({ "id": c.as_str(), "name": format!("{c:?}") })).collect();
+    let results: Vec<Value> = found
+        .iter()
+        .map(|d| {
+            json!({
+                "ruleId": d.code.as_str(),
+                "level": level(d.severity),
+                "message": { "text": if d.hint.is_empty() { d.message.clone() } else { format!("{} Hint: {}", d.message, d.hint) } },
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": { "uri": file },
+                        "region": { "startLine": d.line, "startColumn": d.column }
+                    }
+                }]
+            })
+        })
+        .collect();
+    json!({
+        "version": "2.1.0",
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "runs": [{
+            "tool": { "driver": { "name": "robots lint", "informationUri": "https://www.rfc-editor.org/rfc/rfc9309", "rules": rules } },
+            "results": results
+        }]
+    })
+}

@@ -178,7 +178,9 @@ fn index_html_directory(pattern: &[u8]) -> Option<&[u8]> {
 
 /// Parses and compiles `body`.
 pub(crate) fn compile(body: &[u8]) -> Compiled {
-    let mut b = Builder::default();
+    // Patterns are a large share of the file; sizing the arena for them up
+    // front avoids regrowing it line by line.
+    let mut b = Builder { arena: Vec::with_capacity(body.len().min(parse::MAX_FILE_BYTES) / 2), ..Builder::default() };
     parse::parse(body, &mut b);
     b.finish()
 }

@@ -247,6 +247,10 @@ pub fn normalize_pattern(value: &[u8]) -> Cow<'_, [u8]> {
             && value.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
             && value.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
     };
+    // Fast path: plain ASCII without escapes, checked with vector code.
+    if value.is_ascii() && memchr(b'%', value).is_none() {
+        return Cow::Borrowed(value);
+    }
     let mut clean = true;
     let mut i = 0;
     while i < value.len() {

@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: builds the workspace in release
-# mode, then lints and checks the example site shipped in deploy/example-site
-# with the `robots` engine. Needs no network service.
+# The main job on the embedded default: builds the workspace, then runs the
+# monitor once over config.example.yaml (the example shop shipped in
+# deploy/example-site, history in an embedded SQLite file under var/, no
+# network service), shows its history, and shows what the `robots` CLI says
+# about the shop's next robots.txt. Works offline once crates are fetched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/setup.sh
 cargo build --release --locked --workspace
 
+monitor=target/release/robots-monitor
 robots=target/release/robots
 site=deploy/example-site
-echo "== robots lint $site/robots.txt"
-"$robots" lint "$site/robots.txt" || true
+
+echo "== robots-monitor check-config"
+"$monitor" --config config.example.yaml check-config
+echo "== robots-monitor once (history in var/robotsgate.db)"
+"$monitor" --config config.example.yaml once
+echo "== robots-monitor history example-shop"
+"$monitor" --config config.example.yaml history example-shop
 echo
-echo "== verdicts for $site/urls.txt"
-"$robots" check "$site/robots.txt" --agent Googlebot --agent bingbot --agent GPTBot --urls "$site/urls.txt" || true
+echo "== robots lint $site/robots.next.txt"
+"$robots" lint "$site/robots.next.txt" || true
 echo
 echo "== what changes if $site/robots.next.txt ships"
 "$robots" diff "$site/robots.txt" "$site/robots.next.txt" --agent Googlebot --agent GPTBot --urls "$site/urls.txt" || true

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/setup.sh
+source scripts/services.sh
 export CARGO_TERM_COLOR=never
 
 echo "== cargo fmt --check"

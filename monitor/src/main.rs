@@ -1,23 +1,153 @@
-//! `robots-monitor`: the daemon that will keep every robots.txt revision in
-//! SQL and email when crawling would change (see docs/ARCHITECTURE.md). Not
-//! built yet: this binary only reserves the name and says so, rather than
-//! pretending to run.
+//! `robots-monitor --config FILE <command>`: the daemon (`run`), one pass
+//! for cron and tests (`once`), and the read-only reports.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use clap::Parser;
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use monitor::{Monitor, report};
+use robotsgate_config::Config;
 
-/// The robotsgate monitor (not built yet).
+/// Watches robots.txt files, keeps their history, and alerts when crawling would change.
 #[derive(Parser, Debug)]
 #[command(name = "robots-monitor", version)]
 struct Cli {
-    /// The shared configuration file.
-    #[arg(long)]
-    config: Option<std::path::PathBuf>,
+    /// The configuration file (see config.example.yaml).
+    #[arg(long, short, default_value = "config.yaml")]
+    config: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the daemon until SIGINT or SIGTERM.
+    Run,
+    /// Poll every site once, deliver alerts, and exit.
+    Once,
+    /// Every recorded state of a site; with --url and --agent, when that verdict changed.
+    History {
+        /// The site's name.
+        site: String,
+        /// A URL from the site's URL sets.
+        #[arg(long)]
+        url: Option<String>,
+        /// A crawler.
+        #[arg(long)]
+        agent: Option<String>,
+    },
+    /// Print a stored revision.
+    Show {
+        /// The site's name.
+        site: String,
+        /// The revision id (see `history`).
+        rev: i64,
+    },
+    /// Text diff and verdict flips between two revisions (default: the last two).
+    Diff {
+        /// The site's name.
+        site: String,
+        /// The older revision.
+        rev_a: Option<i64>,
+        /// The newer revision.
+        rev_b: Option<i64>,
+    },
+    /// Fetch now and print today's verdict table (records nothing).
+    Test {
+        /// The site's name.
+        site: String,
+    },
+    /// Load and validate the configuration, then exit.
+    CheckConfig,
 }
 
 fn main() -> ExitCode {
-    let _cli = Cli::parse();
-    eprintln!("robots-monitor: the monitor is not built yet; the `robots` CLI and the `rules` library are");
-    ExitCode::from(2)
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ROBOTSGATE_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("robots-monitor: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("robots-monitor: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let config = Config::load(&cli.config)?;
+    if let Command::CheckConfig = cli.command {
+        println!("{}: {} sites, database {}", cli.config.display(), config.sites.len(), config.database);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let base = monitor::monitor::base_dir(&cli.config);
+    let m = Arc::new(Monitor::build(config, &base).await.context("starting the monitor")?);
+    let mut stdout = std::io::stdout().lock();
+    match cli.command {
+        Command::Run => m.run_until_stopped(shutdown_signal()).await?,
+        Command::Once => {
+            for o in m.once().await? {
+                writeln!(
+                    stdout,
+                    "{}: {}{}{}{}",
+                    o.site,
+                    o.policy,
+                    if o.new_revision { ", new revision" } else { "" },
+                    if o.changed { format!(", changed ({} flips)", o.flips) } else { String::new() },
+                    if o.alerted { ", alert queued" } else { "" }
+                )?;
+            }
+        }
+        Command::History { site, url, agent } => {
+            write!(stdout, "{}", report::history(&m, &site, url.as_deref(), agent.as_deref()).await?)?
+        }
+        Command::Show { site, rev } => stdout.write_all(&report::show(&m, &site, rev).await?)?,
+        Command::Diff { site, rev_a, rev_b } => {
+            let revs = match (rev_a, rev_b) {
+                (Some(a), Some(b)) => Some((a, b)),
+                (None, None) => None,
+                _ => anyhow::bail!("give two revisions, or none for the last two"),
+            };
+            write!(stdout, "{}", report::diff(&m, &site, revs).await?)?
+        }
+        Command::Test { site } => write!(stdout, "{}", report::test(&m, &site).await?)?,
+        Command::CheckConfig => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = interrupt.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
 }

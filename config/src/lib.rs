@@ -1,0 +1,369 @@
+//! The configuration both robotsgate daemons read: one YAML file, one
+//! schema, defined here once so the proxy and the monitor never disagree
+//! about what a key means. Every key is documented in `config.example.yaml`.
+//!
+//! Loading is strict: unknown keys, wrong types and duplicate keys fail with
+//! the file, line and column at fault; values that parse but make no sense
+//! (a relative robots.txt URL, a zero interval) fail with the key's path.
+
+#![deny(missing_docs)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Why a configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The YAML is malformed, or does not fit the schema.
+    #[error("{path}: {message}")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A value parsed but is not acceptable.
+    #[error("{path}: `{key}`: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The key's path, like `sites[0].url`.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The whole file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Where the monitor keeps its history: a file path for embedded SQLite
+    /// (created on first start), or a `postgres://` URL.
+    #[serde(default = "default_database")]
+    pub database: String,
+    /// Crawlers, by product token, whose verdicts are tested for every site
+    /// that does not list its own.
+    #[serde(default = "default_agents")]
+    pub agents: Vec<String>,
+    /// Default poll interval, e.g. `5m`.
+    #[serde(default = "default_interval", with = "humantime_serde_compat")]
+    pub interval: Duration,
+    /// How long fetch rows are kept; revisions are kept forever.
+    #[serde(default = "default_retention", with = "humantime_serde_compat")]
+    pub fetch_retention: Duration,
+    /// The sites to watch.
+    pub sites: Vec<Site>,
+    /// Where alerts are emailed. Without it, alerts are recorded and logged.
+    #[serde(default)]
+    pub email: Option<Email>,
+    /// HTTP client settings for fetching robots.txt.
+    #[serde(default)]
+    pub http: Http,
+}
+
+/// One site.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Site {
+    /// A short unique name, used in commands and emails.
+    pub name: String,
+    /// The robots.txt URL to poll. Exactly one of `url` and `file`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// A local robots.txt to watch. Exactly one of `url` and `file`.
+    #[serde(default)]
+    pub file: Option<PathBuf>,
+    /// Poll interval for this site; the top-level `interval` if absent.
+    #[serde(default, with = "humantime_serde_compat::option")]
+    pub interval: Option<Duration>,
+    /// Crawlers for this site; the top-level `agents` if absent.
+    #[serde(default)]
+    pub agents: Option<Vec<String>>,
+    /// Named URL sets re-tested on every change.
+    #[serde(default)]
+    pub url_sets: BTreeMap<String, Vec<UrlEntry>>,
+}
+
+/// Where a site's robots.txt comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Polled over HTTP(S).
+    Url(String),
+    /// Read from disk and watched.
+    File(PathBuf),
+}
+
+impl Site {
+    /// Where this site's robots.txt comes from (validated at load).
+    pub fn source(&self) -> Source {
+        match (&self.url, &self.file) {
+            (Some(u), _) => Source::Url(u.clone()),
+            (None, Some(f)) => Source::File(f.clone()),
+            (None, None) => Source::File(PathBuf::new()),
+        }
+    }
+}
+
+/// A URL to test, with the verdict it must keep if one is pinned.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum UrlEntry {
+    /// Just the URL (or path).
+    Plain(String),
+    /// A URL with an expected verdict.
+    Expect {
+        /// The URL (or path).
+        url: String,
+        /// `allow` or `disallow`.
+        expect: Expectation,
+    },
+}
+
+impl UrlEntry {
+    /// The URL.
+    pub fn url(&self) -> &str {
+        match self {
+            UrlEntry::Plain(u) | UrlEntry::Expect { url: u, .. } => u,
+        }
+    }
+    /// The pinned verdict, if any.
+    pub fn expect(&self) -> Option<Expectation> {
+        match self {
+            UrlEntry::Plain(_) => None,
+            UrlEntry::Expect { expect, .. } => Some(*expect),
+        }
+    }
+}
+
+/// A pinned verdict.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Expectation {
+    /// Must stay crawlable.
+    Allow,
+    /// Must stay blocked.
+    Disallow,
+}
+
+/// SMTP settings. Credentials come from the environment
+/// (`ROBOTSGATE_SMTP_USER`, `ROBOTSGATE_SMTP_PASSWORD`), never the file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Email {
+    /// SMTP host.
+    pub host: String,
+    /// SMTP port.
+    pub port: u16,
+    /// Transport security.
+    #[serde(default)]
+    pub security: Security,
+    /// Sender address.
+    pub from: String,
+    /// Recipients.
+    pub to: Vec<String>,
+}
+
+/// How the SMTP connection is secured.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Security {
+    /// Plain, then upgraded with STARTTLS (port 587).
+    #[default]
+    Starttls,
+    /// TLS from the start (port 465).
+    Tls,
+    /// No encryption: only for a relay on localhost.
+    None,
+}
+
+/// HTTP client settings.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Http {
+    /// Whole-request timeout.
+    #[serde(default = "default_timeout", with = "humantime_serde_compat")]
+    pub timeout: Duration,
+    /// The User-Agent sent with every fetch.
+    #[serde(default = "default_user_agent")]
+    pub user_agent: String,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Http { timeout: default_timeout(), user_agent: default_user_agent() }
+    }
+}
+
+fn default_database() -> String {
+    "var/robotsgate.db".into()
+}
+fn default_agents() -> Vec<String> {
+    vec!["Googlebot".into()]
+}
+fn default_interval() -> Duration {
+    Duration::from_secs(300)
+}
+fn default_retention() -> Duration {
+    Duration::from_secs(90 * 24 * 3600)
+}
+fn default_timeout() -> Duration {
+    Duration::from_secs(20)
+}
+fn default_user_agent() -> String {
+    concat!("robotsgate-monitor/", env!("CARGO_PKG_VERSION"), " (robots.txt monitor)").into()
+}
+
+impl Config {
+    /// Reads, parses and validates `path`. Relative `file:` paths are taken
+    /// relative to the config file's directory.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        let mut config = Config::parse(&text, path)?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for site in &mut config.sites {
+            if let Some(f) = &site.file
+                && f.is_relative()
+            {
+                site.file = Some(base.join(f));
+            }
+        }
+        Ok(config)
+    }
+
+    /// Parses and validates YAML text; `path` only names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let config: Config = serde_saphyr::from_str(text)
+            .map_err(|e| ConfigError::Syntax { path: path.into(), message: e.to_string() })?;
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid =
+            |key: String, message: &str| ConfigError::Invalid { path: path.into(), key, message: message.into() };
+        if self.interval.is_zero() {
+            return Err(invalid("interval".into(), "must be more than zero"));
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, site) in self.sites.iter().enumerate() {
+            let key = |k: &str| format!("sites[{i}].{k}");
+            if site.name.trim().is_empty() {
+                return Err(invalid(key("name"), "must not be empty"));
+            }
+            if !names.insert(site.name.as_str()) {
+                return Err(invalid(key("name"), &format!("`{}` is used by another site", site.name)));
+            }
+            match (&site.url, &site.file) {
+                (Some(_), Some(_)) => return Err(invalid(key("url"), "give `url` or `file`, not both")),
+                (None, None) => return Err(invalid(key("url"), "give `url` (to poll) or `file` (to watch)")),
+                (Some(u), None) => {
+                    let parsed =
+                        url::Url::parse(u).map_err(|e| invalid(key("url"), &format!("not an absolute URL: {e}")))?;
+                    if !matches!(parsed.scheme(), "http" | "https") {
+                        return Err(invalid(key("url"), "must be http or https"));
+                    }
+                }
+                (None, Some(_)) => {}
+            }
+            if site.interval.is_some_and(|d| d.is_zero()) {
+                return Err(invalid(key("interval"), "must be more than zero"));
+            }
+            if site.agents.as_ref().is_some_and(Vec::is_empty) {
+                return Err(invalid(key("agents"), "list at least one crawler, or leave the key out"));
+            }
+        }
+        if self.agents.is_empty() {
+            return Err(invalid("agents".into(), "list at least one crawler"));
+        }
+        if let Some(email) = &self.email
+            && email.to.is_empty()
+        {
+            return Err(invalid("email.to".into(), "list at least one recipient"));
+        }
+        Ok(())
+    }
+
+    /// The poll interval of `site`.
+    pub fn interval_of(&self, site: &Site) -> Duration {
+        site.interval.unwrap_or(self.interval)
+    }
+
+    /// The crawlers tested for `site`.
+    pub fn agents_of<'a>(&'a self, site: &'a Site) -> &'a [String] {
+        site.agents.as_deref().unwrap_or(&self.agents)
+    }
+}
+
+/// Durations as human strings (`90s`, `5m`, `1h 30m`), through `humantime`.
+mod humantime_serde_compat {
+    use serde::{Deserialize, Deserializer};
+    use std::time::Duration;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s).map_err(|e| serde::de::Error::custom(format!("`{s}` is not a duration: {e}")))
+    }
+
+    pub mod option {
+        use super::*;
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+            super::deserialize(d).map(Some)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("test.yaml"))
+    }
+
+    #[test]
+    fn example_file_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config.example.yaml");
+        let c = Config::load(&path).expect("config.example.yaml must load");
+        assert_eq!(c.sites[0].name, "example-shop");
+        assert!(matches!(c.sites[0].source(), Source::File(p) if p.exists()));
+    }
+
+    #[test]
+    fn durations_entries_and_defaults() {
+        let c = parse("interval: 90s\nsites:\n  - name: a\n    url: https://a.example/robots.txt\n    interval: 1m\n    url_sets:\n      main:\n        - /x\n        - { url: /checkout, expect: disallow }\n").unwrap();
+        assert_eq!(c.interval, Duration::from_secs(90));
+        assert_eq!(c.interval_of(&c.sites[0]), Duration::from_secs(60));
+        let set = &c.sites[0].url_sets["main"];
+        assert_eq!(set[1].expect(), Some(Expectation::Disallow));
+        assert_eq!(set[0].url(), "/x");
+        assert_eq!(c.agents_of(&c.sites[0]), ["Googlebot"]);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let e = parse("sites: []\nbogus: 1\n").unwrap_err().to_string();
+        assert!(e.starts_with("test.yaml:") && e.contains("bogus") && e.contains('2'), "{e}");
+        let e = parse("sites: []\nsites: []\n").unwrap_err().to_string();
+        assert!(e.contains("test.yaml") && e.to_lowercase().contains("duplicate"), "{e}");
+        let e = parse("interval: 5\nsites: []\n").unwrap_err().to_string();
+        assert!(e.contains("test.yaml"), "{e}");
+        let e = parse("sites:\n  - name: a\n    url: /robots.txt\n").unwrap_err().to_string();
+        assert!(e.contains("sites[0].url") && e.contains("absolute"), "{e}");
+        let e = parse("sites:\n  - name: a\n").unwrap_err().to_string();
+        assert!(e.contains("sites[0].url"), "{e}");
+        let e = parse("sites:\n  - {name: a, file: x}\n  - {name: a, file: y}\n").unwrap_err().to_string();
+        assert!(e.contains("sites[1].name"), "{e}");
+    }
+}

@@ -1,0 +1,333 @@
+//! What a change of state means and what to tell people about it: the state
+//! key that says whether anything changed, the verdict table recorded for
+//! every state, and the one alert (subject, text, HTML) sent per change.
+
+use std::fmt::Write as _;
+
+use robotsgate_config::Expectation;
+use rules::lint::Severity;
+use rules::{Flip, Policy, Reason};
+
+use crate::store::VerdictRow;
+
+/// One URL to test, with its pinned verdict if any.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The URL (or path).
+    pub url: String,
+    /// The verdict it must keep.
+    pub expect: Option<Expectation>,
+}
+
+/// The key that identifies what crawlers obey. Equal keys mean no change:
+/// new bytes, or a new policy class (`disallow-all:5xx`), are a change; a
+/// 503 turning into a 502 is not. `body_hash` is the hash of the rules'
+/// body (see `store::body_hash`).
+pub fn state_key(policy: &Policy, body_hash: &str) -> String {
+    match policy {
+        Policy::Rules(_) => format!("rules:{body_hash}"),
+        Policy::AllowAll(r) => format!("allow-all:{}", reason_class(r)),
+        Policy::DisallowAll(r) => format!("disallow-all:{}", reason_class(r)),
+    }
+}
+
+/// Rebuilds a rule-less policy from its stored key, for the first change
+/// after a restart. The reason is the class's representative (a stored
+/// `disallow-all:5xx` comes back as a 500); only `allowed` matters for flips.
+pub fn policy_from_key(key: &str) -> Option<Policy> {
+    let (kind, class) = key.split_once(':')?;
+    let reason = match class {
+        "4xx" => Reason::ClientError(404),
+        "redirects" => Reason::TooManyRedirects(rules::fetch::MAX_REDIRECTS + 1),
+        "5xx" => Reason::ServerError(500),
+        "429" => Reason::TooManyRequests,
+        "status" => Reason::UnexpectedStatus(0),
+        "unreachable" => Reason::Unreachable(rules::TransportError::Other),
+        "fallback" => Reason::FailingWithoutCopy,
+        _ => return None,
+    };
+    match kind {
+        "allow-all" => Some(Policy::AllowAll(reason)),
+        "disallow-all" => Some(Policy::DisallowAll(reason)),
+        _ => None,
+    }
+}
+
+fn reason_class(r: &Reason) -> &'static str {
+    match r {
+        Reason::ClientError(_) => "4xx",
+        Reason::TooManyRedirects(_) | Reason::UnfollowedRedirect(_) => "redirects",
+        Reason::ServerError(_) => "5xx",
+        Reason::TooManyRequests => "429",
+        Reason::UnexpectedStatus(_) => "status",
+        Reason::Unreachable(_) => "unreachable",
+        Reason::FailingWithoutCopy => "fallback",
+    }
+}
+
+/// The verdict of every target for every crawler under `policy`.
+pub fn verdicts(policy: &Policy, targets: &[Target], agents: &[String]) -> Vec<VerdictRow> {
+    let mut out = Vec::with_capacity(targets.len() * agents.len());
+    for t in targets {
+        for agent in agents {
+            let v = policy.verdict(agent, &t.url);
+            out.push(VerdictRow {
+                url: t.url.clone(),
+                agent: agent.clone(),
+                allowed: v.allowed,
+                line: v.rule.map(|r| i64::from(r.line)),
+                rule: v.rule.map(|r| format!("{}: {}", r.kind, String::from_utf8_lossy(r.written))),
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.url, &a.agent).cmp(&(&b.url, &b.agent)));
+    out
+}
+
+/// Everything about one change that may deserve an alert.
+#[derive(Debug)]
+pub struct Change<'a> {
+    /// The site's name.
+    pub site: &'a str,
+    /// Where its robots.txt lives.
+    pub location: &'a str,
+    /// The policy before, if there was one.
+    pub old: Option<&'a Policy>,
+    /// The policy now.
+    pub new: &'a Policy,
+    /// The body before and now, when both were files.
+    pub old_body: Option<&'a [u8]>,
+    /// The body now.
+    pub new_body: Option<&'a [u8]>,
+    /// Redirects followed by the fetch.
+    pub redirects: usize,
+    /// The body was larger than the fetcher keeps.
+    pub truncated: bool,
+    /// Verdicts that flipped.
+    pub flips: &'a [Flip],
+    /// URLs and crawlers that break their pinned verdict now.
+    pub broken: Vec<(String, String, Expectation)>,
+}
+
+/// Renders the alert for a change, or `None` when nothing in it is worth
+/// an email (content changed but no verdict moved and nothing is wrong).
+pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
+    let mut events: Vec<String> = Vec::new();
+    let was_blocked = c.old.is_some_and(Policy::blocks_everything);
+    match c.new {
+        Policy::DisallowAll(r) if !was_blocked => events.push(format!("Crawling is blocked: {r}.")),
+        Policy::AllowAll(
+            r @ (Reason::ClientError(_) | Reason::TooManyRedirects(_) | Reason::UnfollowedRedirect(_)),
+        ) => events.push(format!("Every URL is now open to crawlers: {r}.")),
+        _ => {}
+    }
+    if was_blocked && !c.new.blocks_everything() {
+        events.push("Recovered: robots.txt answers again and crawling is no longer blocked.".into());
+    }
+    if c.redirects > rules::fetch::MAX_REDIRECTS {
+        events.push(format!("robots.txt redirected {} times; Google gives up after 5.", c.redirects));
+    }
+    let size = c.new_body.map_or(0, <[u8]>::len);
+    if c.truncated || size > rules::parse::MAX_FILE_BYTES {
+        events.push(format!(
+            "robots.txt is larger than 500 KiB ({}{size} bytes kept); Google ignores every rule past 500 KiB.",
+            if c.truncated { "at least " } else { "" }
+        ));
+    }
+    let new_errors = c.new_body.map(lint_errors).unwrap_or_default();
+    let old_errors = c.old_body.map(lint_errors).unwrap_or_default();
+    let fresh_errors: Vec<&String> = new_errors.iter().filter(|e| !old_errors.contains(e)).collect();
+    if !fresh_errors.is_empty() {
+        events.push(format!("{} new lint errors in robots.txt.", fresh_errors.len()));
+    }
+    if !c.flips.is_empty() {
+        events.push(format!("{} verdicts flipped.", c.flips.len()));
+    }
+    if !c.broken.is_empty() {
+        events.push(format!("{} URLs break their expected verdict.", c.broken.len()));
+    }
+    if events.is_empty() {
+        return None;
+    }
+
+    let headline = if c.new.blocks_everything() && !was_blocked {
+        "crawling blocked".to_string()
+    } else if was_blocked && !c.new.blocks_everything() {
+        "recovered".to_string()
+    } else if !c.flips.is_empty() {
+        format!("{} verdicts flipped", c.flips.len())
+    } else {
+        events[0].trim_end_matches('.').to_lowercase()
+    };
+    let subject = format!("[robotsgate] {}: {headline}", c.site);
+
+    let diff = match (c.old_body, c.new_body) {
+        (Some(a), Some(b)) if a != b => Some(
+            similar::TextDiff::from_lines(&*String::from_utf8_lossy(a), &*String::from_utf8_lossy(b))
+                .unified_diff()
+                .context_radius(2)
+                .header("before", "after")
+                .to_string(),
+        ),
+        _ => None,
+    };
+
+    let mut text = String::new();
+    let _ = writeln!(text, "Site: {} ({})\n", c.site, c.location);
+    for e in &events {
+        let _ = writeln!(text, "- {e}");
+    }
+    if !c.flips.is_empty() {
+        let _ = writeln!(text, "\nVerdict flips:");
+        for f in c.flips {
+            let _ = writeln!(text, "  {}  {}\n    was {}\n    now {}", f.agent, f.url, f.old, f.new);
+        }
+    }
+    if !c.broken.is_empty() {
+        let _ = writeln!(text, "\nExpectations broken:");
+        for (url, agent, expect) in &c.broken {
+            let _ = writeln!(text, "  {agent}  {url}: expected {}", expectation(*expect));
+        }
+    }
+    if !fresh_errors.is_empty() {
+        let _ = writeln!(text, "\nLint errors:");
+        for e in &fresh_errors {
+            let _ = writeln!(text, "  {e}");
+        }
+    }
+    if let Some(d) = &diff {
+        let _ = writeln!(text, "\nChange to robots.txt:\n{d}");
+    }
+
+    let mut html = String::new();
+    let _ = write!(html, "<html><body><h2>{}</h2><p>{}</p><ul>", esc(c.site), esc(c.location));
+    for e in &events {
+        let _ = write!(html, "<li>{}</li>", esc(e));
+    }
+    html.push_str("</ul>");
+    if !c.flips.is_empty() {
+        html.push_str("<h3>Verdict flips</h3><table border=\"1\" cellpadding=\"4\"><tr><th>Crawler</th><th>URL</th><th>Was</th><th>Now</th></tr>");
+        for f in c.flips {
+            let _ = write!(
+                html,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&f.agent),
+                esc(&f.url),
+                esc(&f.old.to_string()),
+                esc(&f.new.to_string())
+            );
+        }
+        html.push_str("</table>");
+    }
+    if !c.broken.is_empty() {
+        html.push_str("<h3>Expectations broken</h3><ul>");
+        for (url, agent, expect) in &c.broken {
+            let _ = write!(html, "<li>{} {}: expected {}</li>", esc(agent), esc(url), expectation(*expect));
+        }
+        html.push_str("</ul>");
+    }
+    if !fresh_errors.is_empty() {
+        html.push_str("<h3>Lint errors</h3><ul>");
+        for e in &fresh_errors {
+            let _ = write!(html, "<li>{}</li>", esc(e));
+        }
+        html.push_str("</ul>");
+    }
+    if let Some(d) = &diff {
+        let _ = write!(html, "<h3>Change to robots.txt</h3><pre>{}</pre>", esc(d));
+    }
+    html.push_str("</body></html>");
+    Some((subject, text, html))
+}
+
+fn lint_errors(body: &[u8]) -> Vec<String> {
+    rules::lint(body).into_iter().filter(|d| d.severity == Severity::Error).map(|d| d.to_string()).collect()
+}
+
+fn expectation(e: Expectation) -> &'static str {
+    match e {
+        Expectation::Allow => "allowed",
+        Expectation::Disallow => "disallowed",
+    }
+}
+
+/// URL x crawler pairs whose verdict under `policy` breaks their pin.
+pub fn broken(policy: &Policy, targets: &[Target], agents: &[String]) -> Vec<(String, String, Expectation)> {
+    let mut out = Vec::new();
+    for t in targets {
+        let Some(expect) = t.expect else { continue };
+        for agent in agents {
+            let allowed = policy.verdict(agent, &t.url).allowed;
+            if allowed != (expect == Expectation::Allow) {
+                out.push((t.url.clone(), agent.clone(), expect));
+            }
+        }
+    }
+    out
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rules::FetchOutcome;
+
+    fn rules_policy(body: &str) -> Policy {
+        Policy::from_fetch(&FetchOutcome::status(200).with_body(body.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn keys_change_only_when_crawling_can_change() {
+        let p503 = Policy::from_fetch(&FetchOutcome::status(503));
+        let p502 = Policy::from_fetch(&FetchOutcome::status(502));
+        let p429 = Policy::from_fetch(&FetchOutcome::status(429));
+        assert_eq!(state_key(&p503, ""), state_key(&p502, ""));
+        assert_ne!(state_key(&p503, ""), state_key(&p429, ""));
+        assert_eq!(state_key(&rules_policy(""), "ab"), "rules:ab");
+    }
+
+    #[test]
+    fn outage_alert_names_flips_and_reason() {
+        let old = rules_policy("User-agent: *\nDisallow: /admin\n");
+        let new = Policy::from_fetch(&FetchOutcome::status(503));
+        let flips = rules::flips(&old, &new, &["https://s/", "https://s/admin"], &["Googlebot"]);
+        let c = Change {
+            site: "shop",
+            location: "https://s/robots.txt",
+            old: Some(&old),
+            new: &new,
+            old_body: None,
+            new_body: None,
+            redirects: 0,
+            truncated: false,
+            flips: &flips,
+            broken: Vec::new(),
+        };
+        let (subject, text, html) = alert(&c).expect("an outage alerts");
+        assert_eq!(subject, "[robotsgate] shop: crawling blocked");
+        assert!(text.contains("503") && text.contains("https://s/") && text.contains("1 verdicts flipped"), "{text}");
+        assert!(html.contains("<table") && html.contains("Googlebot"), "{html}");
+    }
+
+    #[test]
+    fn quiet_content_change_is_not_alerted() {
+        let old = rules_policy("User-agent: *\nDisallow: /admin\n");
+        let new = rules_policy("# comment\nUser-agent: *\nDisallow: /admin\n");
+        let c = Change {
+            site: "shop",
+            location: "f",
+            old: Some(&old),
+            new: &new,
+            old_body: Some(b"a"),
+            new_body: Some(b"b"),
+            redirects: 0,
+            truncated: false,
+            flips: &[],
+            broken: Vec::new(),
+        };
+        assert!(alert(&c).is_none());
+    }
+}

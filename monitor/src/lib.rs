@@ -1,0 +1,14 @@
+//! robots-monitor: keeps every robots.txt revision in SQL, re-tests saved
+//! URL sets against every change with the `rules` engine, and emails when
+//! crawling would change. `main.rs` is the command line; this library holds
+//! the steps, so tests can drive them too.
+
+pub mod change;
+pub mod mail;
+pub mod monitor;
+pub mod report;
+pub mod source;
+pub mod store;
+pub mod watch;
+
+pub use monitor::{Monitor, PollOutcome};

@@ -1,0 +1,90 @@
+//! Email delivery of queued alerts through lettre over SMTP. The outbox is
+//! drained by `Monitor::deliver_once`; this module only knows how to send
+//! one message, so an SMTP outage costs retries, never alerts.
+
+use std::time::Duration;
+
+use lettre::message::{Mailbox, MultiPart};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use robotsgate_config::{Email, Security};
+
+use crate::store::AlertRow;
+
+/// Why an email could not be built or sent.
+#[derive(Debug, thiserror::Error)]
+pub enum MailError {
+    /// An address in `email` is malformed.
+    #[error("email.{key}: `{value}` is not an email address: {reason}")]
+    Address {
+        /// The key at fault.
+        key: &'static str,
+        /// The value.
+        value: String,
+        /// The parser's reason.
+        reason: String,
+    },
+    /// The SMTP transport could not be set up.
+    #[error("cannot set up SMTP to {host}: {reason}")]
+    Transport {
+        /// The host.
+        host: String,
+        /// Why.
+        reason: String,
+    },
+    /// Building or sending the message failed.
+    #[error("sending mail failed: {0}")]
+    Send(String),
+}
+
+/// Sends alerts to the configured recipients.
+#[derive(Clone, Debug)]
+pub struct Mailer {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    from: Mailbox,
+    to: Vec<Mailbox>,
+}
+
+fn mailbox(key: &'static str, value: &str) -> Result<Mailbox, MailError> {
+    value.parse().map_err(|e: lettre::address::AddressError| MailError::Address {
+        key,
+        value: value.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+impl Mailer {
+    /// Builds the transport. Credentials, if any, come from
+    /// `ROBOTSGATE_SMTP_USER` and `ROBOTSGATE_SMTP_PASSWORD`.
+    pub fn new(email: &Email) -> Result<Mailer, MailError> {
+        let setup = |e: lettre::transport::smtp::Error| MailError::Transport {
+            host: email.host.clone(),
+            reason: e.to_string(),
+        };
+        let builder = match email.security {
+            Security::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&email.host),
+            Security::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&email.host).map_err(setup)?,
+            Security::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&email.host).map_err(setup)?,
+        };
+        let mut builder = builder.port(email.port).timeout(Some(Duration::from_secs(20)));
+        if let (Ok(user), Ok(password)) =
+            (std::env::var("ROBOTSGATE_SMTP_USER"), std::env::var("ROBOTSGATE_SMTP_PASSWORD"))
+        {
+            builder = builder.credentials(Credentials::new(user, password));
+        }
+        let to = email.to.iter().map(|t| mailbox("to", t)).collect::<Result<_, _>>()?;
+        Ok(Mailer { transport: builder.build(), from: mailbox("from", &email.from)?, to })
+    }
+
+    /// Sends one alert as a multipart text and HTML message.
+    pub async fn send(&self, alert: &AlertRow) -> Result<(), MailError> {
+        let mut builder = Message::builder().from(self.from.clone()).subject(&alert.subject);
+        for to in &self.to {
+            builder = builder.to(to.clone());
+        }
+        let message = builder
+            .multipart(MultiPart::alternative_plain_html(alert.body_text.clone(), alert.body_html.clone()))
+            .map_err(|e| MailError::Send(e.to_string()))?;
+        self.transport.send(message).await.map(|_| ()).map_err(|e| MailError::Send(e.to_string()))
+    }
+}

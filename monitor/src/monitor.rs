@@ -1,0 +1,391 @@
+//! The monitor: two public steps and a loop around them.
+//!
+//! `poll_once` turns one fetch into an `Observation`, records it, and when
+//! what crawlers obey changed (new bytes, or a status that changes the
+//! policy) re-tests every URL set under the old and the new `Policy`,
+//! records the verdicts and queues one alert, all in one transaction.
+//! `deliver_once` sends queued alerts. `run_until_stopped` schedules both.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use robotsgate_config::{Config, Site, Source};
+use rules::Policy;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::change::{self, Change, Target};
+use crate::mail::Mailer;
+use crate::source::{self, Observation, Validators};
+use crate::store::{NewState, PollRecord, Store, StoreError, body_hash};
+
+/// How long a lease on a site or an alert lasts; a crashed monitor's
+/// leases lapse after this.
+const LEASE: Duration = Duration::from_secs(120);
+/// Most polls running at once.
+const CONCURRENT_POLLS: usize = 64;
+
+/// What crawlers obeyed at the last recorded state of a site.
+#[derive(Clone, Debug)]
+struct Known {
+    key: String,
+    policy: Policy,
+    body: Option<Vec<u8>>,
+}
+
+/// What one poll did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PollOutcome {
+    /// The site.
+    pub site: String,
+    /// The policy label after the poll.
+    pub policy: &'static str,
+    /// A new revision was stored.
+    pub new_revision: bool,
+    /// The state changed.
+    pub changed: bool,
+    /// Verdicts that flipped.
+    pub flips: usize,
+    /// An alert was queued.
+    pub alerted: bool,
+}
+
+/// The running monitor.
+#[derive(Debug)]
+pub struct Monitor {
+    config: Config,
+    store: Store,
+    client: reqwest::Client,
+    mailer: Option<Mailer>,
+    owner: String,
+    known: Mutex<HashMap<String, Known>>,
+}
+
+/// Unix milliseconds.
+pub fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Monitor {
+    /// Opens the store, registers the sites and builds the HTTP and SMTP
+    /// clients. `base` is the directory relative database paths are under.
+    pub async fn build(config: Config, base: &Path) -> anyhow::Result<Monitor> {
+        use anyhow::Context;
+        let store = Store::open(&config.database, base).await?;
+        let names: Vec<&str> = config.sites.iter().map(|s| s.name.as_str()).collect();
+        store.ensure_sites(&names).await?;
+        let client =
+            source::client(config.http.timeout, &config.http.user_agent).context("building the HTTP client")?;
+        let mailer = config.email.as_ref().map(Mailer::new).transpose()?;
+        let owner = format!("{}:{}", std::process::id(), now_ms());
+        Ok(Monitor { config, store, client, mailer, owner, known: Mutex::new(HashMap::new()) })
+    }
+
+    /// The store, for reports and tests.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The site called `name`.
+    pub fn site(&self, name: &str) -> Option<&Site> {
+        self.config.sites.iter().find(|s| s.name == name)
+    }
+
+    /// Every URL the site tests, once each, with its pin.
+    pub fn targets(site: &Site) -> Vec<Target> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for entry in site.url_sets.values().flatten() {
+            if seen.insert(entry.url().to_string()) {
+                out.push(Target { url: entry.url().to_string(), expect: entry.expect() });
+            }
+        }
+        out
+    }
+
+    /// Fetches a site's robots.txt now, without recording anything.
+    pub async fn observe(&self, site: &Site, validators: &Validators) -> Observation {
+        match site.source() {
+            Source::Url(url) => source::fetch_remote(&self.client, &url, validators).await,
+            Source::File(path) => source::read_local(&path).await,
+        }
+    }
+
+    /// Polls `site` if it is due (or `force`) and no other monitor holds
+    /// it; `Ok(None)` when it was not ours to poll.
+    #[tracing::instrument(skip_all, fields(site = %site.name))]
+    pub async fn poll_once(&self, site: &Site, force: bool) -> Result<Option<PollOutcome>, StoreError> {
+        let lease = LEASE.as_millis() as i64;
+        if !self.store.claim(&site.name, &self.owner, now_ms(), lease, force).await? {
+            return Ok(None);
+        }
+        let result = self.poll_claimed(site).await;
+        if result.is_err() {
+            // Try again after a short pause rather than after a full interval.
+            let _ = self.store.release(&site.name, now_ms() + 30_000).await;
+        }
+        result.map(Some)
+    }
+
+    async fn poll_claimed(&self, site: &Site) -> Result<PollOutcome, StoreError> {
+        let row = self.store.site(&site.name).await?;
+        let known = self.known(site, &row).await?;
+        let validators = Validators { etag: row.etag.clone(), last_modified: row.last_modified.clone() };
+        let mut obs = self.observe(site, &validators).await;
+        if obs.not_modified {
+            match known.as_ref().and_then(|k| k.body.clone()) {
+                Some(body) => {
+                    let mut outcome = obs.outcome.clone();
+                    outcome.status = Some(200);
+                    outcome.body = body;
+                    obs.outcome = outcome;
+                }
+                // A 304 for a body we do not have: ask again, unconditionally.
+                None => obs = self.observe(site, &Validators::default()).await,
+            }
+        }
+        let outcome = &obs.outcome;
+        let policy = Policy::from_fetch(outcome);
+        let body = matches!(policy, Policy::Rules(_)).then(|| outcome.body.clone());
+        let hash = body.as_deref().map(body_hash).unwrap_or_default();
+        let key = change::state_key(&policy, &hash);
+        let changed = known.as_ref().is_none_or(|k| k.key != key);
+
+        let agents = self.config.agents_of(site).to_vec();
+        let targets = Monitor::targets(site);
+        let urls: Vec<&str> = targets.iter().map(|t| t.url.as_str()).collect();
+        let flips = match (&known, changed) {
+            (Some(k), true) => rules::flips(&k.policy, &policy, &urls, &agents),
+            _ => Vec::new(),
+        };
+        let new_state = changed.then(|| {
+            let location = match site.source() {
+                Source::Url(u) => u,
+                Source::File(p) => p.display().to_string(),
+            };
+            let alert = change::alert(&Change {
+                site: &site.name,
+                location: &location,
+                old: known.as_ref().map(|k| &k.policy),
+                new: &policy,
+                old_body: known.as_ref().and_then(|k| k.body.as_deref()),
+                new_body: body.as_deref(),
+                redirects: outcome.redirects.len(),
+                truncated: outcome.truncated,
+                flips: &flips,
+                broken: change::broken(&policy, &targets, &agents),
+            });
+            NewState {
+                key: key.clone(),
+                with_revision: body.is_some(),
+                policy: policy.label().to_string(),
+                reason: match &policy {
+                    Policy::Rules(_) => None,
+                    Policy::AllowAll(r) | Policy::DisallowAll(r) => Some(r.to_string()),
+                },
+                verdicts: change::verdicts(&policy, &targets, &agents),
+                alert,
+            }
+        });
+        let at = outcome.fetched_at.duration_since(UNIX_EPOCH).map_or_else(|_| now_ms(), |d| d.as_millis() as i64);
+        let record = PollRecord {
+            site: site.name.clone(),
+            at,
+            status: outcome.status.map(i64::from),
+            error: outcome.error.map(|e| e.to_string()),
+            latency_ms: obs.latency.as_millis() as i64,
+            redirects: outcome.redirects.len() as i64,
+            truncated: outcome.truncated,
+            body: body.clone(),
+            etag: obs.etag.clone(),
+            last_modified: obs.last_modified.clone(),
+            next_poll_at: now_ms() + jittered(self.config.interval_of(site)).as_millis() as i64,
+        };
+        let committed = self.store.commit(&record, new_state.as_ref()).await?;
+        if let Some(state) = &new_state
+            && let Some((subject, _, _)) = &state.alert
+        {
+            tracing::warn!(site = %site.name, %subject, flips = flips.len(), "alert queued");
+        }
+        tracing::info!(
+            site = %site.name,
+            status = ?outcome.status,
+            error = ?outcome.error,
+            policy = policy.label(),
+            changed,
+            new_revision = committed.new_revision,
+            "polled"
+        );
+        let label = policy.label();
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(site.name.clone(), Known { key, policy, body });
+        Ok(PollOutcome {
+            site: site.name.clone(),
+            policy: label,
+            new_revision: committed.new_revision,
+            changed,
+            flips: flips.len(),
+            alerted: committed.alerted,
+        })
+    }
+
+    /// The last recorded state of a site: from memory, or rebuilt from the
+    /// database after a restart.
+    async fn known(&self, site: &Site, row: &crate::store::SiteRow) -> Result<Option<Known>, StoreError> {
+        if let Some(k) = self.known.lock().unwrap_or_else(|e| e.into_inner()).get(&site.name) {
+            return Ok(Some(k.clone()));
+        }
+        let (Some(state_id), Some(key)) = (row.state_id, row.state_key.clone()) else { return Ok(None) };
+        let Some(state) = self.store.state(state_id).await? else { return Ok(None) };
+        if let Some(rev) = state.revision_id {
+            let body = self.store.revision_body(&site.name, rev).await?.unwrap_or_default();
+            let policy = Policy::Rules(rules::Robots::parse(&body));
+            return Ok(Some(Known { key, policy, body: Some(body) }));
+        }
+        Ok(change::policy_from_key(&key).map(|policy| Known { key, policy, body: None }))
+    }
+
+    /// Sends every alert that is due; returns how many were sent. Without
+    /// email configured, alerts stay recorded (and were logged when queued).
+    pub async fn deliver_once(&self) -> Result<usize, StoreError> {
+        let Some(mailer) = &self.mailer else { return Ok(0) };
+        let mut sent = 0;
+        while let Some(alert) = self.store.claim_alert(now_ms(), LEASE.as_millis() as i64).await? {
+            match mailer.send(&alert).await {
+                Ok(()) => {
+                    self.store.alert_sent(alert.id, now_ms()).await?;
+                    tracing::info!(site = %alert.site, subject = %alert.subject, "alert sent");
+                    sent += 1;
+                }
+                Err(e) => {
+                    // 30 s, 1 min, 2 min … capped at 1 h.
+                    let backoff = 30_000i64.saturating_mul(1 << alert.attempts.clamp(0, 7)).min(3_600_000);
+                    self.store.alert_failed(alert.id, &e.to_string(), now_ms() + backoff).await?;
+                    tracing::warn!(site = %alert.site, error = %e, retry_in_ms = backoff, "alert delivery failed");
+                    break;
+                }
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Polls every site once, whether due or not, then delivers alerts.
+    pub async fn once(self: &Arc<Self>) -> anyhow::Result<Vec<PollOutcome>> {
+        let mut tasks = JoinSet::new();
+        for i in 0..self.config.sites.len() {
+            let me = Arc::clone(self);
+            tasks.spawn(async move {
+                let site = &me.config.sites[i];
+                me.poll_once(site, true).await.map_err(|e| anyhow::anyhow!("site `{}`: {e}", site.name))
+            });
+        }
+        let mut out = Vec::new();
+        while let Some(done) = tasks.join_next().await {
+            match done? {
+                Ok(Some(o)) => out.push(o),
+                Ok(None) => {}
+                Err(e) => tracing::error!("{e:#}"),
+            }
+        }
+        out.sort_by(|a, b| a.site.cmp(&b.site));
+        if let Err(e) = self.deliver_once().await {
+            tracing::error!("delivering alerts: {e}");
+        }
+        Ok(out)
+    }
+
+    /// The daemon: polls sites as they fall due and when watched files
+    /// change, delivers alerts, prunes old fetches, and returns when
+    /// `shutdown` resolves, after the polls in flight finish.
+    pub async fn run_until_stopped(
+        self: Arc<Self>,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> anyhow::Result<()> {
+        let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<String>();
+        let _watcher = crate::watch::watch(&self.config.sites, changed_tx)?;
+        let by_name: HashMap<String, usize> =
+            self.config.sites.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
+        let mut polls: JoinSet<()> = JoinSet::new();
+        let mut last_prune = 0i64;
+        tokio::pin!(shutdown);
+        loop {
+            while polls.try_join_next().is_some() {}
+            let now = now_ms();
+            if polls.len() < CONCURRENT_POLLS {
+                let due = self.store.due_sites(now, (CONCURRENT_POLLS - polls.len()) as i64).await;
+                for name in due.unwrap_or_else(|e| {
+                    tracing::error!("finding due sites: {e}");
+                    Vec::new()
+                }) {
+                    if let Some(&i) = by_name.get(&name) {
+                        self.spawn_poll(&mut polls, i, false);
+                    }
+                }
+            }
+            if let Err(e) = self.deliver_once().await {
+                tracing::error!("delivering alerts: {e}");
+            }
+            if now - last_prune > 3_600_000 {
+                last_prune = now;
+                let before = now - self.config.fetch_retention.as_millis() as i64;
+                match self.store.prune_fetches(before).await {
+                    Ok(n) if n > 0 => tracing::info!(rows = n, "pruned old fetches"),
+                    Ok(_) => {}
+                    Err(e) => tracing::error!("pruning fetches: {e}"),
+                }
+            }
+            let wait = match self.store.next_due().await {
+                Ok(Some(due)) => Duration::from_millis((due - now_ms()).clamp(50, 1000) as u64),
+                _ => Duration::from_secs(1),
+            };
+            tokio::select! {
+                () = &mut shutdown => break,
+                Some(name) = changed_rx.recv() => {
+                    // Let a burst of events from one deploy settle into one poll.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    let mut names = vec![name];
+                    while let Ok(n) = changed_rx.try_recv() { names.push(n); }
+                    names.sort();
+                    names.dedup();
+                    for n in names {
+                        if let Some(&i) = by_name.get(&n) { self.spawn_poll(&mut polls, i, true); }
+                    }
+                }
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+        tracing::info!(in_flight = polls.len(), "shutting down");
+        while polls.join_next().await.is_some() {}
+        Ok(())
+    }
+
+    fn spawn_poll(self: &Arc<Self>, polls: &mut JoinSet<()>, index: usize, force: bool) {
+        let me = Arc::clone(self);
+        polls.spawn(async move {
+            let site = &me.config.sites[index];
+            if let Err(e) = me.poll_once(site, force).await {
+                tracing::error!(site = %site.name, "poll failed: {e}");
+            }
+        });
+    }
+}
+
+/// The interval with ±10% jitter, so that sites configured together do not
+/// all poll in the same second.
+fn jittered(interval: Duration) -> Duration {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let spread = interval.as_millis() as f64 * 0.2;
+    let offset = (f64::from(nanos % 1000) / 1000.0 - 0.5) * spread;
+    Duration::from_millis((interval.as_millis() as f64 + offset).max(1.0) as u64)
+}
+
+/// Where the config file's relative paths are anchored.
+pub fn base_dir(config_path: &Path) -> PathBuf {
+    config_path.parent().map(Path::to_path_buf).unwrap_or_default()
+}

@@ -1,0 +1,128 @@
+//! The read-only commands: `history`, `show`, `diff` and `test`, printed
+//! for people at a terminal.
+
+use std::fmt::Write as _;
+
+use anyhow::{Context, bail};
+use rules::{FetchOutcome, Policy};
+
+use crate::monitor::Monitor;
+use crate::source::Validators;
+
+fn when(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// `history SITE`: every state, and with `url`/`agent` the moments that
+/// verdict changed ("when did /checkout become blocked for Googlebot?").
+pub async fn history(m: &Monitor, site: &str, url: Option<&str>, agent: Option<&str>) -> anyhow::Result<String> {
+    m.site(site).with_context(|| format!("no site named `{site}` in the config"))?;
+    let states = m.store().history(site).await?;
+    let mut out = String::new();
+    if states.is_empty() {
+        writeln!(out, "{site}: nothing recorded yet")?;
+        return Ok(out);
+    }
+    match (url, agent) {
+        (Some(url), Some(agent)) => {
+            let mut last: Option<bool> = None;
+            for s in &states {
+                let verdicts = m.store().verdicts(s.id).await?;
+                let Some(v) = verdicts.iter().find(|v| v.url == url && v.agent == agent) else { continue };
+                if last != Some(v.allowed) {
+                    let why = v.rule.clone().or_else(|| s.reason.clone()).unwrap_or_else(|| "no rule".into());
+                    let verb = if v.allowed { "allowed" } else { "BLOCKED" };
+                    writeln!(out, "{}  {verb:<8} {agent} {url}  ({why})", when(s.at))?;
+                    last = Some(v.allowed);
+                }
+            }
+            if last.is_none() {
+                writeln!(out, "{url} for {agent} is not in any recorded URL set of {site}")?;
+            }
+        }
+        (None, None) => {
+            for s in &states {
+                let verdicts = m.store().verdicts(s.id).await?;
+                let blocked = verdicts.iter().filter(|v| !v.allowed).count();
+                let rev = s.revision_id.map_or("-".to_string(), |r| format!("rev {r}"));
+                let reason = s.reason.as_deref().unwrap_or("");
+                writeln!(
+                    out,
+                    "{}  state {:<4} {:<12} {rev:<8} {blocked}/{} blocked  {reason}",
+                    when(s.at),
+                    s.id,
+                    s.policy,
+                    verdicts.len()
+                )?;
+            }
+        }
+        _ => bail!("give both --url and --agent, or neither"),
+    }
+    Ok(out)
+}
+
+/// `show SITE REV`: a stored revision's bytes.
+pub async fn show(m: &Monitor, site: &str, rev: i64) -> anyhow::Result<Vec<u8>> {
+    m.store().revision_body(site, rev).await?.with_context(|| format!("site `{site}` has no revision {rev}"))
+}
+
+/// `diff SITE [A B]`: the text diff and the verdict flips between two
+/// revisions (the last two by default).
+pub async fn diff(m: &Monitor, site_name: &str, revs: Option<(i64, i64)>) -> anyhow::Result<String> {
+    let site = m.site(site_name).with_context(|| format!("no site named `{site_name}` in the config"))?;
+    let (a, b) = match revs {
+        Some(ab) => ab,
+        None => {
+            let all = m.store().revisions(site_name).await?;
+            match all.as_slice() {
+                [.., x, y] => (x.0, y.0),
+                _ => bail!("site `{site_name}` has fewer than two revisions"),
+            }
+        }
+    };
+    let old = show(m, site_name, a).await?;
+    let new = show(m, site_name, b).await?;
+    let mut out = similar::TextDiff::from_lines(&*String::from_utf8_lossy(&old), &*String::from_utf8_lossy(&new))
+        .unified_diff()
+        .context_radius(2)
+        .header(&format!("rev {a}"), &format!("rev {b}"))
+        .to_string();
+    let policy = |body: Vec<u8>| Policy::from_fetch(&FetchOutcome::status(200).with_body(body));
+    let targets = Monitor::targets(site);
+    let urls: Vec<&str> = targets.iter().map(|t| t.url.as_str()).collect();
+    let flips = rules::flips(&policy(old), &policy(new), &urls, m.config().agents_of(site));
+    writeln!(out, "\n{} verdict flips", flips.len())?;
+    for f in &flips {
+        writeln!(out, "  {}  {}\n    was {}\n    now {}", f.agent, f.url, f.old, f.new)?;
+    }
+    Ok(out)
+}
+
+/// `test SITE`: fetches now (recording nothing) and prints today's verdict
+/// for every URL and crawler.
+pub async fn test(m: &Monitor, site_name: &str) -> anyhow::Result<String> {
+    let site = m.site(site_name).with_context(|| format!("no site named `{site_name}` in the config"))?;
+    let obs = m.observe(site, &Validators::default()).await;
+    let policy = Policy::from_fetch(&obs.outcome);
+    let agents = m.config().agents_of(site);
+    let mut out = String::new();
+    let status = obs.outcome.status.map_or_else(|| format!("{:?}", obs.outcome.error), |s| s.to_string());
+    writeln!(
+        out,
+        "{site_name}: fetched in {} ms, status {status}, policy {}",
+        obs.latency.as_millis(),
+        policy.label()
+    )?;
+    for t in Monitor::targets(site) {
+        for agent in agents {
+            let v = policy.verdict(agent, &t.url);
+            let mark = match t.expect {
+                Some(e) if (e == robotsgate_config::Expectation::Allow) != v.allowed => "  <-- breaks expectation",
+                _ => "",
+            };
+            writeln!(out, "{:<10} {agent:<12} {}  {v}{mark}", if v.allowed { "allowed" } else { "DISALLOWED" }, t.url)?;
+        }
+    }
+    Ok(out)
+}

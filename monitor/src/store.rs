@@ -1,0 +1,597 @@
+//! The history, in SQL: sites and their leases, revisions (deduplicated by
+//! hash), fetches, states, verdicts and the alert outbox. The same queries
+//! run on embedded SQLite and on PostgreSQL through sqlx's `Any` driver;
+//! only the migrations differ (`migrations/sqlite`, `migrations/postgres`).
+
+use std::path::Path;
+
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Row};
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened or migrated.
+    #[error("cannot open database `{target}`: {source}")]
+    Open {
+        /// The path or URL (without password).
+        target: String,
+        /// The driver's error.
+        source: sqlx::Error,
+    },
+    /// Migrations failed.
+    #[error("cannot migrate database `{target}`: {source}")]
+    Migrate {
+        /// The path or URL.
+        target: String,
+        /// The migrator's error.
+        source: sqlx::migrate::MigrateError,
+    },
+    /// A query failed.
+    #[error("database error while {doing}: {source}")]
+    Query {
+        /// What the store was doing.
+        doing: &'static str,
+        /// The driver's error.
+        source: sqlx::Error,
+    },
+}
+
+fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+    move |source| StoreError::Query { doing, source }
+}
+
+/// Which engine is behind the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded SQLite file.
+    Sqlite,
+    /// PostgreSQL server.
+    Postgres,
+}
+
+/// The history database.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: AnyPool,
+    /// The engine behind it.
+    pub backend: Backend,
+}
+
+/// A site's row.
+#[derive(Clone, Debug, Default)]
+pub struct SiteRow {
+    /// ETag of the last 200, for conditional requests.
+    pub etag: Option<String>,
+    /// Last-Modified of the last 200.
+    pub last_modified: Option<String>,
+    /// The current state, if any observation was recorded.
+    pub state_id: Option<i64>,
+    /// Its key (see `change::state_key`).
+    pub state_key: Option<String>,
+}
+
+/// One recorded state.
+#[derive(Clone, Debug)]
+pub struct StateRow {
+    /// Its id.
+    pub id: i64,
+    /// When it began (Unix ms).
+    pub at: i64,
+    /// The revision, when the state is a file's rules.
+    pub revision_id: Option<i64>,
+    /// `rules`, `allow-all` or `disallow-all`.
+    pub policy: String,
+    /// Why, for the last two.
+    pub reason: Option<String>,
+}
+
+/// One stored verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerdictRow {
+    /// The URL.
+    pub url: String,
+    /// The crawler.
+    pub agent: String,
+    /// The verdict.
+    pub allowed: bool,
+    /// The deciding line, if a rule decided.
+    pub line: Option<i64>,
+    /// The deciding rule as `Kind: pattern`, if any.
+    pub rule: Option<String>,
+}
+
+/// An alert waiting in the outbox.
+#[derive(Clone, Debug)]
+pub struct AlertRow {
+    /// Its id.
+    pub id: i64,
+    /// The site.
+    pub site: String,
+    /// Email subject.
+    pub subject: String,
+    /// Plain-text body.
+    pub body_text: String,
+    /// HTML body.
+    pub body_html: String,
+    /// Delivery attempts so far.
+    pub attempts: i64,
+}
+
+/// Everything one poll writes, committed in one transaction.
+#[derive(Clone, Debug)]
+pub struct PollRecord {
+    /// The site.
+    pub site: String,
+    /// When the fetch ended (Unix ms).
+    pub at: i64,
+    /// HTTP status, if any.
+    pub status: Option<i64>,
+    /// Transport error, if any.
+    pub error: Option<String>,
+    /// Fetch latency.
+    pub latency_ms: i64,
+    /// Redirects followed.
+    pub redirects: i64,
+    /// The body was cut at the fetcher's cap.
+    pub truncated: bool,
+    /// The body, when the fetch gave one worth keeping (2xx).
+    pub body: Option<Vec<u8>>,
+    /// For conditional requests next time.
+    pub etag: Option<String>,
+    /// For conditional requests next time.
+    pub last_modified: Option<String>,
+    /// When this site is due again (Unix ms).
+    pub next_poll_at: i64,
+}
+
+/// A new state to record with its verdicts and, maybe, an alert.
+#[derive(Clone, Debug)]
+pub struct NewState {
+    /// Its key (see `change::state_key`).
+    pub key: String,
+    /// The state is the rules of the body being recorded.
+    pub with_revision: bool,
+    /// `rules`, `allow-all` or `disallow-all`.
+    pub policy: String,
+    /// Why, for the last two.
+    pub reason: Option<String>,
+    /// The verdict of every URL x crawler under it.
+    pub verdicts: Vec<VerdictRow>,
+    /// The alert to send, if the change is worth one: (subject, text, html).
+    pub alert: Option<(String, String, String)>,
+}
+
+/// What a committed poll produced.
+#[derive(Clone, Debug, Default)]
+pub struct Committed {
+    /// The revision of the body, if it had one.
+    pub revision_id: Option<i64>,
+    /// Whether that revision was new.
+    pub new_revision: bool,
+    /// The state recorded, if the state changed.
+    pub state_id: Option<i64>,
+    /// Whether an alert was queued.
+    pub alerted: bool,
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the database: a
+    /// `postgres://` URL, or a SQLite file path relative to `base`.
+    pub async fn open(database: &str, base: &Path) -> Result<Store, StoreError> {
+        sqlx::any::install_default_drivers();
+        let is_pg = database.starts_with("postgres://") || database.starts_with("postgresql://");
+        let (url, backend, shown) = if is_pg {
+            let shown = match url::Url::parse(database) {
+                Ok(mut u) => {
+                    let _ = u.set_password(None);
+                    u.to_string()
+                }
+                Err(_) => "postgres://…".to_string(),
+            };
+            (database.to_string(), Backend::Postgres, shown)
+        } else {
+            let path =
+                if Path::new(database).is_absolute() { Path::new(database).to_path_buf() } else { base.join(database) };
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            (format!("sqlite://{}?mode=rwc", path.display()), Backend::Sqlite, path.display().to_string())
+        };
+        let options = AnyPoolOptions::new()
+            // SQLite serialises writers anyway; one connection avoids
+            // SQLITE_BUSY on transaction upgrades.
+            .max_connections(if backend == Backend::Sqlite { 1 } else { 8 })
+            .after_connect(move |conn, _| {
+                Box::pin(async move {
+                    if backend == Backend::Sqlite {
+                        sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
+                        sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut *conn).await?;
+                    }
+                    Ok(())
+                })
+            });
+        let pool = options.connect(&url).await.map_err(|source| StoreError::Open { target: shown.clone(), source })?;
+        let migrated = match backend {
+            Backend::Sqlite => sqlx::migrate!("../migrations/sqlite").run(&pool).await,
+            Backend::Postgres => sqlx::migrate!("../migrations/postgres").run(&pool).await,
+        };
+        migrated.map_err(|source| StoreError::Migrate { target: shown, source })?;
+        Ok(Store { pool, backend })
+    }
+
+    /// Makes sure every configured site has a row.
+    pub async fn ensure_sites(&self, names: &[&str]) -> Result<(), StoreError> {
+        for name in names {
+            sqlx::query("INSERT INTO sites (name) VALUES ($1) ON CONFLICT (name) DO NOTHING")
+                .bind(*name)
+                .execute(&self.pool)
+                .await
+                .map_err(q("adding a site"))?;
+        }
+        Ok(())
+    }
+
+    /// Takes the lease on `site` if it is due (or `force`) and nobody holds
+    /// it. The conditional update is atomic on both engines, so of several
+    /// monitors sharing a database exactly one wins.
+    pub async fn claim(
+        &self,
+        site: &str,
+        owner: &str,
+        now: i64,
+        lease_ms: i64,
+        force: bool,
+    ) -> Result<bool, StoreError> {
+        let sql = if force {
+            "UPDATE sites SET leased_until = $1, leased_by = $2 WHERE name = $3 AND leased_until <= $4"
+        } else {
+            "UPDATE sites SET leased_until = $1, leased_by = $2 WHERE name = $3 AND leased_until <= $4 AND next_poll_at <= $4"
+        };
+        let done = sqlx::query(sql)
+            .bind(now + lease_ms)
+            .bind(owner)
+            .bind(site)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(q("claiming a site"))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Gives a lease back without recording a poll (the poll failed).
+    pub async fn release(&self, site: &str, next_poll_at: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sites SET leased_until = 0, leased_by = NULL, next_poll_at = $1 WHERE name = $2")
+            .bind(next_poll_at)
+            .bind(site)
+            .execute(&self.pool)
+            .await
+            .map_err(q("releasing a site"))?;
+        Ok(())
+    }
+
+    /// When the earliest site is due (Unix ms).
+    pub async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+        let row = sqlx::query("SELECT MIN(next_poll_at) AS due FROM sites")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(q("finding the next due site"))?;
+        row.try_get::<Option<i64>, _>("due").map_err(q("reading the next due time"))
+    }
+
+    /// A site's row.
+    pub async fn site(&self, site: &str) -> Result<SiteRow, StoreError> {
+        let row = sqlx::query("SELECT etag, last_modified, state_id, state_key FROM sites WHERE name = $1")
+            .bind(site)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(q("reading a site"))?;
+        let Some(row) = row else { return Ok(SiteRow::default()) };
+        let read = |row: &AnyRow| -> Result<SiteRow, sqlx::Error> {
+            Ok(SiteRow {
+                etag: row.try_get("etag")?,
+                last_modified: row.try_get("last_modified")?,
+                state_id: row.try_get("state_id")?,
+                state_key: row.try_get("state_key")?,
+            })
+        };
+        read(&row).map_err(q("reading a site"))
+    }
+
+    /// A revision's body.
+    pub async fn revision_body(&self, site: &str, id: i64) -> Result<Option<Vec<u8>>, StoreError> {
+        let row = sqlx::query("SELECT body FROM revisions WHERE site = $1 AND id = $2")
+            .bind(site)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(q("reading a revision"))?;
+        row.map(|r| r.try_get::<Vec<u8>, _>("body")).transpose().map_err(q("reading a revision body"))
+    }
+
+    /// The revision a state points at.
+    pub async fn state(&self, id: i64) -> Result<Option<StateRow>, StoreError> {
+        let row = sqlx::query("SELECT id, at, revision_id, policy, reason FROM states WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(q("reading a state"))?;
+        row.map(|r| state_row(&r)).transpose().map_err(q("reading a state"))
+    }
+
+    /// Writes one poll: the fetch, the revision if new, and, when the state
+    /// changed, the state, its verdicts and its alert, all or nothing.
+    pub async fn commit(&self, rec: &PollRecord, new_state: Option<&NewState>) -> Result<Committed, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(q("starting a transaction"))?;
+        let mut out = Committed::default();
+        if let Some(body) = &rec.body {
+            let hash = body_hash(body);
+            let inserted = sqlx::query(
+                "INSERT INTO revisions (site, hash, body, size, first_seen) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (site, hash) DO NOTHING",
+            )
+            .bind(&rec.site)
+            .bind(&hash)
+            .bind(body.clone())
+            .bind(body.len() as i64)
+            .bind(rec.at)
+            .execute(&mut *tx)
+            .await
+            .map_err(q("storing a revision"))?;
+            out.new_revision = inserted.rows_affected() == 1;
+            let row = sqlx::query("SELECT id FROM revisions WHERE site = $1 AND hash = $2")
+                .bind(&rec.site)
+                .bind(&hash)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(q("finding a revision"))?;
+            out.revision_id = Some(row.try_get("id").map_err(q("reading a revision id"))?);
+        }
+        sqlx::query(
+            "INSERT INTO fetches (site, at, status, error, latency_ms, redirects, truncated, revision_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(&rec.site)
+        .bind(rec.at)
+        .bind(rec.status)
+        .bind(rec.error.clone())
+        .bind(rec.latency_ms)
+        .bind(rec.redirects)
+        .bind(i64::from(rec.truncated))
+        .bind(out.revision_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(q("recording a fetch"))?;
+
+        if let Some(state) = new_state {
+            let key = state.key.clone();
+            let revision_id = if state.with_revision { out.revision_id } else { None };
+            let row = sqlx::query(
+                "INSERT INTO states (site, at, state_key, revision_id, policy, reason) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            )
+            .bind(&rec.site)
+            .bind(rec.at)
+            .bind(&key)
+            .bind(revision_id)
+            .bind(&state.policy)
+            .bind(state.reason.clone())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(q("recording a state"))?;
+            let state_id: i64 = row.try_get("id").map_err(q("reading a state id"))?;
+            for v in &state.verdicts {
+                sqlx::query(
+                    "INSERT INTO verdicts (state_id, url, agent, allowed, line, rule) VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(state_id)
+                .bind(&v.url)
+                .bind(&v.agent)
+                .bind(i64::from(v.allowed))
+                .bind(v.line)
+                .bind(v.rule.clone())
+                .execute(&mut *tx)
+                .await
+                .map_err(q("recording a verdict"))?;
+            }
+            if let Some((subject, text, html)) = &state.alert {
+                sqlx::query(
+                    "INSERT INTO alerts (site, state_id, created_at, subject, body_text, body_html, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(&rec.site)
+                .bind(state_id)
+                .bind(rec.at)
+                .bind(subject)
+                .bind(text)
+                .bind(html)
+                .bind(rec.at)
+                .execute(&mut *tx)
+                .await
+                .map_err(q("queueing an alert"))?;
+                out.alerted = true;
+            }
+            sqlx::query("UPDATE sites SET state_id = $1, state_key = $2 WHERE name = $3")
+                .bind(state_id)
+                .bind(&key)
+                .bind(&rec.site)
+                .execute(&mut *tx)
+                .await
+                .map_err(q("updating a site's state"))?;
+            out.state_id = Some(state_id);
+        }
+        // Validators are only worth keeping from a response with a body.
+        let (etag, last_modified) =
+            if rec.body.is_some() { (rec.etag.clone(), rec.last_modified.clone()) } else { (None, None) };
+        sqlx::query(
+            "UPDATE sites SET next_poll_at = $1, leased_until = 0, leased_by = NULL, etag = COALESCE($2, etag), last_modified = COALESCE($3, last_modified) WHERE name = $4",
+        )
+        .bind(rec.next_poll_at)
+        .bind(etag)
+        .bind(last_modified)
+        .bind(&rec.site)
+        .execute(&mut *tx)
+        .await
+        .map_err(q("rescheduling a site"))?;
+        tx.commit().await.map_err(q("committing a poll"))?;
+        Ok(out)
+    }
+
+    /// Claims the oldest alert due for delivery, for `lease_ms`, so that
+    /// monitors sharing the database do not send it twice at once.
+    pub async fn claim_alert(&self, now: i64, lease_ms: i64) -> Result<Option<AlertRow>, StoreError> {
+        let rows =
+            sqlx::query("SELECT id FROM alerts WHERE sent_at IS NULL AND next_attempt_at <= $1 ORDER BY id LIMIT 5")
+                .bind(now)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(q("finding due alerts"))?;
+        for row in rows {
+            let id: i64 = row.try_get("id").map_err(q("reading an alert id"))?;
+            let claimed = sqlx::query(
+                "UPDATE alerts SET next_attempt_at = $1 WHERE id = $2 AND sent_at IS NULL AND next_attempt_at <= $3",
+            )
+            .bind(now + lease_ms)
+            .bind(id)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(q("claiming an alert"))?;
+            if claimed.rows_affected() == 1 {
+                let row =
+                    sqlx::query("SELECT id, site, subject, body_text, body_html, attempts FROM alerts WHERE id = $1")
+                        .bind(id)
+                        .fetch_one(&self.pool)
+                        .await
+                        .map_err(q("reading an alert"))?;
+                let read = |r: &AnyRow| -> Result<AlertRow, sqlx::Error> {
+                    Ok(AlertRow {
+                        id: r.try_get("id")?,
+                        site: r.try_get("site")?,
+                        subject: r.try_get("subject")?,
+                        body_text: r.try_get("body_text")?,
+                        body_html: r.try_get("body_html")?,
+                        attempts: r.try_get("attempts")?,
+                    })
+                };
+                return read(&row).map(Some).map_err(q("reading an alert"));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Marks an alert delivered.
+    pub async fn alert_sent(&self, id: i64, now: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE alerts SET sent_at = $1, attempts = attempts + 1, last_error = NULL WHERE id = $2")
+            .bind(now)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(q("marking an alert sent"))?;
+        Ok(())
+    }
+
+    /// Records a failed delivery and when to try again.
+    pub async fn alert_failed(&self, id: i64, error: &str, retry_at: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE alerts SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2 WHERE id = $3")
+            .bind(error)
+            .bind(retry_at)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(q("recording a failed delivery"))?;
+        Ok(())
+    }
+
+    /// Every state of a site, oldest first.
+    pub async fn history(&self, site: &str) -> Result<Vec<StateRow>, StoreError> {
+        let rows =
+            sqlx::query("SELECT id, at, revision_id, policy, reason FROM states WHERE site = $1 ORDER BY at, id")
+                .bind(site)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(q("reading history"))?;
+        rows.iter().map(state_row).collect::<Result<_, _>>().map_err(q("reading history"))
+    }
+
+    /// The verdicts recorded for a state.
+    pub async fn verdicts(&self, state_id: i64) -> Result<Vec<VerdictRow>, StoreError> {
+        let rows =
+            sqlx::query("SELECT url, agent, allowed, line, rule FROM verdicts WHERE state_id = $1 ORDER BY url, agent")
+                .bind(state_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(q("reading verdicts"))?;
+        let read = |r: &AnyRow| -> Result<VerdictRow, sqlx::Error> {
+            Ok(VerdictRow {
+                url: r.try_get("url")?,
+                agent: r.try_get("agent")?,
+                allowed: r.try_get::<i64, _>("allowed")? != 0,
+                line: r.try_get("line")?,
+                rule: r.try_get("rule")?,
+            })
+        };
+        rows.iter().map(read).collect::<Result<_, _>>().map_err(q("reading verdicts"))
+    }
+
+    /// Revision ids of a site, oldest first.
+    pub async fn revisions(&self, site: &str) -> Result<Vec<(i64, i64, i64)>, StoreError> {
+        let rows = sqlx::query("SELECT id, first_seen, size FROM revisions WHERE site = $1 ORDER BY id")
+            .bind(site)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(q("listing revisions"))?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("id")?, r.try_get("first_seen")?, r.try_get("size")?)))
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(q("listing revisions"))
+    }
+
+    /// Sites due at `now` and not leased, at most `limit`.
+    pub async fn due_sites(&self, now: i64, limit: i64) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT name FROM sites WHERE next_poll_at <= $1 AND leased_until <= $1 ORDER BY next_poll_at LIMIT $2",
+        )
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(q("finding due sites"))?;
+        rows.iter().map(|r| r.try_get("name")).collect::<Result<_, _>>().map_err(q("finding due sites"))
+    }
+
+    /// Counts rows of a table, for tests and `history` summaries.
+    pub async fn count(&self, table: &'static str) -> Result<i64, StoreError> {
+        let sql = match table {
+            "revisions" => "SELECT COUNT(*) AS n FROM revisions",
+            "fetches" => "SELECT COUNT(*) AS n FROM fetches",
+            "states" => "SELECT COUNT(*) AS n FROM states",
+            "alerts" => "SELECT COUNT(*) AS n FROM alerts",
+            _ => "SELECT COUNT(*) AS n FROM verdicts",
+        };
+        let row = sqlx::query(sql).fetch_one(&self.pool).await.map_err(q("counting rows"))?;
+        row.try_get("n").map_err(q("counting rows"))
+    }
+
+    /// Deletes fetch rows older than `before` (Unix ms).
+    pub async fn prune_fetches(&self, before: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM fetches WHERE at < $1")
+            .bind(before)
+            .execute(&self.pool)
+            .await
+            .map_err(q("pruning fetches"))?;
+        Ok(done.rows_affected())
+    }
+}
+
+fn state_row(r: &AnyRow) -> Result<StateRow, sqlx::Error> {
+    Ok(StateRow {
+        id: r.try_get("id")?,
+        at: r.try_get("at")?,
+        revision_id: r.try_get("revision_id")?,
+        policy: r.try_get("policy")?,
+        reason: r.try_get("reason")?,
+    })
+}
+
+/// The hash revisions are deduplicated by: SHA-256, in hex.
+pub fn body_hash(body: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(body).iter().map(|b| format!("{b:02x}")).collect()
+}

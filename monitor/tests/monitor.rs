@@ -1,0 +1,329 @@
+//! The real `robots-monitor` binary against real origins on 127.0.0.1, a
+//! real SMTP server and real databases. The status and content scenarios
+//! run on SQLite and on PostgreSQL.
+
+mod support;
+
+use std::time::Duration;
+
+use support::*;
+
+const V1: &str = "User-agent: *\nDisallow: /admin\n";
+const V2: &str = "User-agent: *\nDisallow: /admin\nDisallow: /products/\n";
+
+fn config(db: &str, origin: &Origin, smtp_port: u16, extra: &str) -> String {
+    format!(
+        "database: {db}
+agents: [Googlebot, bingbot]
+interval: 1s
+http:
+  timeout: 2s
+email:
+  host: 127.0.0.1
+  port: {smtp_port}
+  security: none
+  from: robotsgate@test.example
+  to: [seo@test.example]
+sites:
+  - name: shop
+    url: {url}
+    url_sets:
+      main:
+        - {{ url: /, expect: allow }}
+        - /products/shoes
+        - /admin/login
+{extra}",
+        url = origin.url("/robots.txt")
+    )
+}
+
+fn once(cfg: &std::path::Path) -> String {
+    let out = monitor(cfg, &["once"]);
+    assert_eq!(out.status.code(), Some(0), "once failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn status_sequence(db: Db) {
+    let dir = temp_dir("status");
+    let Some(database) = fresh_database(db, &dir) else { return };
+    let origin = Origin::start();
+    let smtp = Smtp::start(&dir.join("mail"));
+    let cfg = write_config(&dir, &config(&database, &origin, smtp.port, ""));
+    let count = |table: &str| scalar(&database, &format!("SELECT COUNT(*) FROM {table}"));
+
+    // First sight: recorded, nothing to say.
+    origin.set("/robots.txt", Reply::ok(V1));
+    assert!(once(&cfg).contains("shop: rules, new revision"));
+    assert_eq!((count("revisions"), count("states"), count("alerts")), (1, 1, 0));
+    assert_eq!(count("verdicts"), 6, "3 URLs x 2 crawlers");
+
+    // A deploy blocks /products/: one email naming the URL and the line.
+    origin.set("/robots.txt", Reply::ok(V2));
+    once(&cfg);
+    let mails = smtp.wait_for(1);
+    assert_eq!(mails.len(), 1);
+    assert!(mails[0].contains("Subject: [robotsgate] shop: 2 verdicts flipped"), "{}", mails[0]);
+    assert!(mails[0].contains("/products/shoes") && mails[0].contains("line 3: Disallow: /products/"), "{}", mails[0]);
+    assert!(mails[0].contains("multipart/alternative") && mails[0].contains("text/html"), "{}", mails[0]);
+    assert!(mails[0].contains("+Disallow: /products/"), "the unified diff is in the mail");
+
+    // The origin starts failing: crawling blocked, once, however long it lasts.
+    origin.set("/robots.txt", Reply::status(503));
+    once(&cfg);
+    origin.set("/robots.txt", Reply::status(502));
+    once(&cfg);
+    let mails = smtp.wait_for(2);
+    assert_eq!(mails.len(), 2, "a persisting outage is not repeated");
+    assert!(mails[1].contains("crawling blocked") && mails[1].contains("503"), "{}", mails[1]);
+
+    // Recovery: one email, and the same bytes are not a new revision.
+    origin.set("/robots.txt", Reply::ok(V2));
+    once(&cfg);
+    let mails = smtp.wait_for(3);
+    assert!(mails[2].contains("recovered"), "{}", mails[2]);
+    assert_eq!(count("revisions"), 2);
+
+    // 429 blocks too; a 404 opens everything.
+    origin.set("/robots.txt", Reply::status(429));
+    once(&cfg);
+    origin.set("/robots.txt", Reply::status(404));
+    once(&cfg);
+    let mails = smtp.wait_for(5);
+    assert_eq!(mails.len(), 5);
+    assert!(mails[3].contains("429"), "{}", mails[3]);
+    assert!(mails[4].contains("open to crawlers") && mails[4].contains("404"), "{}", mails[4]);
+
+    assert_eq!(count("fetches"), 7);
+    assert_eq!(count("states"), 6);
+    assert_eq!(count("alerts"), 5);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL"), 0);
+
+    // "When did /products/shoes become blocked for Googlebot?" is one command.
+    let out = monitor(&cfg, &["history", "shop", "--url", "/products/shoes", "--agent", "Googlebot"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "already blocked before the outage: {text}");
+    assert!(
+        lines[0].contains("allowed") && lines[1].contains("BLOCKED") && lines[1].contains("Disallow: /products/"),
+        "{text}"
+    );
+    assert!(lines[2].contains("allowed") && lines[2].contains("404"), "{text}");
+    // The home page moves with every outage and recovery.
+    let out = monitor(&cfg, &["history", "shop", "--url", "/", "--agent", "bingbot"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let marks: Vec<&str> = text.lines().map(|l| if l.contains("BLOCKED") { "B" } else { "a" }).collect();
+    assert_eq!(marks, ["a", "B", "a", "B", "a"], "{text}");
+
+    let out = monitor(&cfg, &["diff", "shop"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("+Disallow: /products/") && text.contains("2 verdict flips"), "{text}");
+    let out = monitor(&cfg, &["show", "shop", "1"]);
+    assert_eq!(out.stdout, V1.as_bytes());
+}
+
+#[test]
+fn status_sequence_sqlite() {
+    status_sequence(Db::Sqlite);
+}
+
+#[test]
+fn status_sequence_postgres() {
+    status_sequence(Db::Postgres);
+}
+
+#[test]
+fn hostile_origins() {
+    let dir = temp_dir("hostile");
+    let database = fresh_database(Db::Sqlite, &dir).unwrap();
+    let origin = Origin::start();
+    let smtp = Smtp::start(&dir.join("mail"));
+    let cfg = write_config(&dir, &config(&database, &origin, smtp.port, ""));
+    let last_error = || scalar(&database, "SELECT COUNT(*) FROM fetches WHERE error IS NOT NULL");
+
+    origin.set("/robots.txt", Reply::ok(V1));
+    once(&cfg);
+
+    // Six redirects: Google treats the file as missing.
+    for i in 0..6 {
+        origin.set(&format!("/r{i}"), Reply::redirect(&format!("/r{}", i + 1)));
+    }
+    origin.set("/r6", Reply::ok(V1));
+    origin.set("/robots.txt", Reply::redirect("/r0"));
+    once(&cfg);
+    let mails = smtp.wait_for(1);
+    assert!(
+        mails.last().unwrap().contains("redirected 7 times") || mails.last().unwrap().contains("redirected 6 times"),
+        "{mails:?}"
+    );
+    assert_eq!(scalar(&database, "SELECT MAX(redirects) FROM fetches"), 6);
+
+    // Three redirects are followed.
+    origin.set("/robots.txt", Reply::redirect("/r3"));
+    once(&cfg);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM states WHERE policy = 'rules'"), 2);
+
+    // A hanging origin times out (2 s) and blocks crawling.
+    origin.set("/robots.txt", Reply::Hang);
+    let started = std::time::Instant::now();
+    once(&cfg);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_eq!(last_error(), 1);
+    assert!(smtp.wait_for(3).last().unwrap().contains("timed out"), "{:?}", smtp.mails());
+
+    // A reset connection is an error too, not a crash.
+    origin.set("/robots.txt", Reply::Reset);
+    once(&cfg);
+    assert_eq!(last_error(), 2);
+
+    // 2 MB: kept up to the cap, flagged, and alerted.
+    let mut big = b"User-agent: *\nDisallow: /admin\n".to_vec();
+    big.resize(2 * 1024 * 1024, b'#');
+    origin.set("/robots.txt", Reply::ok(big));
+    once(&cfg);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM fetches WHERE truncated = 1"), 1);
+    assert!(scalar(&database, "SELECT MAX(size) FROM revisions") < 600 * 1024);
+    assert!(smtp.wait_for(4).last().unwrap().contains("larger than 500 KiB"), "{:?}", smtp.mails().last());
+
+    // Bytes that are not UTF-8 are kept exactly.
+    let latin1 = b"User-agent: *\nDisallow: /caf\xe9\n".to_vec();
+    origin.set("/robots.txt", Reply::ok(latin1.clone()));
+    once(&cfg);
+    let rev = scalar(&database, "SELECT MAX(id) FROM revisions").to_string();
+    assert_eq!(monitor(&cfg, &["show", "shop", &rev]).stdout, latin1);
+}
+
+#[test]
+fn smtp_outage_loses_nothing() {
+    let dir = temp_dir("smtp-down");
+    let database = fresh_database(Db::Sqlite, &dir).unwrap();
+    let origin = Origin::start();
+    let port = free_port();
+    let cfg = write_config(&dir, &config(&database, &origin, port, ""));
+    origin.set("/robots.txt", Reply::ok(V1));
+    once(&cfg);
+    origin.set("/robots.txt", Reply::status(503));
+    once(&cfg);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL AND attempts = 1"), 1);
+    // Polling goes on while mail is down.
+    origin.set("/robots.txt", Reply::ok(V1));
+    once(&cfg);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts"), 2);
+    // SMTP comes back: after the back-off, both alerts go out, in order.
+    let smtp = Smtp::start_on(port, &dir.join("mail"));
+    scalar(&database, "UPDATE alerts SET next_attempt_at = 0 WHERE sent_at IS NULL RETURNING 0");
+    once(&cfg);
+    let mails = smtp.wait_for(2);
+    assert_eq!(mails.len(), 2);
+    assert!(mails[0].contains("crawling blocked") && mails[1].contains("recovered"));
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL"), 0);
+}
+
+#[test]
+fn daemon_survives_kill_without_losing_or_duplicating() {
+    let dir = temp_dir("kill");
+    let database = fresh_database(Db::Sqlite, &dir).unwrap();
+    let origin = Origin::start();
+    let smtp = Smtp::start(&dir.join("mail"));
+    let cfg = write_config(&dir, &config(&database, &origin, smtp.port, ""));
+    let states = || scalar(&database, "SELECT COUNT(*) FROM states");
+
+    origin.set("/robots.txt", Reply::ok(V1));
+    let mut d = daemon(&cfg);
+    assert!(eventually(20, || states() == 1), "first state recorded");
+    origin.set("/robots.txt", Reply::status(503));
+    assert!(eventually(20, || states() == 2), "outage recorded");
+    let _ = d.kill(); // SIGKILL: no chance to clean up
+    let _ = d.wait();
+    origin.set("/robots.txt", Reply::ok(V2));
+    let mut d = daemon(&cfg);
+    assert!(eventually(20, || states() == 3), "recovery recorded after restart");
+    assert!(eventually(20, || smtp.mails().len() >= 2));
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(terminate(&mut d), Some(0), "SIGTERM shuts down gracefully");
+    assert_eq!(states(), 3, "no state twice");
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts"), 2, "one alert per change");
+    assert_eq!(scalar(&database, "SELECT COUNT(DISTINCT state_id) FROM alerts"), 2);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM revisions"), 2);
+    assert_eq!(smtp.mails().len(), 2, "every alert mailed once");
+}
+
+#[test]
+fn two_monitors_share_postgres_without_double_polls() {
+    let dir = temp_dir("lease");
+    let Some(database) = fresh_database(Db::Postgres, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V1));
+    let mut sites = String::new();
+    for i in 0..8 {
+        sites.push_str(&format!("  - name: site{i}\n    url: {}\n    interval: 2s\n", origin.url("/robots.txt")));
+    }
+    let yaml = format!("database: {database}\nagents: [Googlebot]\nsites:\n{sites}");
+    let cfg = write_config(&dir, &yaml);
+    let mut a = daemon(&cfg);
+    let mut b = daemon(&cfg);
+    std::thread::sleep(Duration::from_secs(9));
+    terminate(&mut a);
+    terminate(&mut b);
+    // Consecutive fetches of one site are at least ~one interval apart
+    // (2 s minus 10% jitter), never two in one interval.
+    let too_close = scalar(
+        &database,
+        "SELECT COUNT(*) FROM fetches f JOIN fetches g ON f.site = g.site AND g.id > f.id AND g.at - f.at < 1700",
+    );
+    assert_eq!(too_close, 0);
+    let per_site = scalar(&database, "SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM fetches GROUP BY site) c");
+    assert!(per_site >= 3, "every site polled repeatedly ({per_site})");
+}
+
+#[test]
+fn local_file_is_watched() {
+    let dir = temp_dir("watch");
+    let database = fresh_database(Db::Sqlite, &dir).unwrap();
+    let site_dir = dir.join("site");
+    std::fs::create_dir_all(&site_dir).unwrap();
+    std::fs::write(site_dir.join("robots.txt"), V1).unwrap();
+    let yaml = format!(
+        "database: {database}\nagents: [Googlebot]\nsites:\n  - name: local\n    file: site/robots.txt\n    interval: 1h\n    url_sets:\n      main: [/products/shoes]\n"
+    );
+    let cfg = write_config(&dir, &yaml);
+    let mut d = daemon(&cfg);
+    let states = || scalar(&database, "SELECT COUNT(*) FROM states");
+    assert!(eventually(20, || states() == 1));
+    // Deploy tools write a new file and rename it over the old one.
+    std::fs::write(site_dir.join(".robots.txt.tmp"), V2).unwrap();
+    std::fs::rename(site_dir.join(".robots.txt.tmp"), site_dir.join("robots.txt")).unwrap();
+    assert!(eventually(10, || states() == 2), "the rename is seen long before the 1 h interval");
+    assert_eq!(terminate(&mut d), Some(0));
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts"), 1, "the flip of /products/shoes alerts");
+}
+
+#[test]
+fn bad_config_names_the_file_and_line() {
+    let dir = temp_dir("badcfg");
+    let cfg = write_config(&dir, "sites: []\nintervall: 5m\n");
+    let out = monitor(&cfg, &["check-config"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("config.yaml") && err.contains("intervall") && err.contains('2'), "{err}");
+    let cfg = write_config(&dir, "sites:\n  - name: a\n    url: ftp://x/robots.txt\n");
+    let err = String::from_utf8_lossy(&monitor(&cfg, &["check-config"]).stderr).into_owned();
+    assert!(err.contains("sites[0].url"), "{err}");
+    let out = monitor(&dir.join("missing.yaml"), &["once"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.yaml"));
+}
+
+#[test]
+fn example_config_runs_offline() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = temp_dir("example");
+    let text = std::fs::read_to_string(root.join("config.example.yaml")).unwrap();
+    let site = root.join("deploy/example-site/robots.txt");
+    let text = text
+        .replace("database: var/robotsgate.db", &format!("database: {}", dir.join("h.db").display()))
+        .replace("file: deploy/example-site/robots.txt", &format!("file: {}", site.display()));
+    let cfg = write_config(&dir, &text);
+    let out = monitor(&cfg, &["check-config"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(once(&cfg).contains("example-shop: rules, new revision"));
+}

@@ -71,6 +71,89 @@ pub struct Config {
     /// HTTP client settings for fetching robots.txt.
     #[serde(default)]
     pub http: Http,
+    /// The gateway's settings; `robots-proxy` needs them, the monitor
+    /// ignores them.
+    #[serde(default)]
+    pub proxy: Option<ProxySettings>,
+}
+
+/// `robots-proxy` settings.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxySettings {
+    /// Plain-HTTP listeners, `host:port`.
+    #[serde(default)]
+    pub listen: Vec<String>,
+    /// TLS listeners with their certificate and key (PEM files).
+    #[serde(default)]
+    pub tls_listen: Vec<TlsListener>,
+    /// The admin listener (`/healthz`, `/metrics`, `/status`); localhost by default.
+    #[serde(default = "default_admin")]
+    pub admin: String,
+    /// Token for admin endpoints beyond health and metrics. Prefer the
+    /// environment variable `ROBOTSGATE_ADMIN_TOKEN`, which wins.
+    #[serde(default)]
+    pub admin_token: Option<String>,
+    /// Where last-known-good copies are kept across restarts.
+    #[serde(default = "default_state_dir")]
+    pub state_dir: PathBuf,
+    /// How often each origin's robots.txt is refreshed.
+    #[serde(default = "default_interval", with = "humantime_serde_compat")]
+    pub refresh: Duration,
+    /// How old a last-known-good copy may be and still be served when the
+    /// origin fails (Google's own fallback is 30 days).
+    #[serde(default = "default_staleness", with = "humantime_serde_compat")]
+    pub max_staleness: Duration,
+    /// Product tokens of crawlers to recognise besides the built-in list.
+    #[serde(default)]
+    pub crawlers: Vec<String>,
+    /// Status for requests whose Host names no site.
+    #[serde(default = "default_unknown_status")]
+    pub unknown_host_status: u16,
+    /// How long in-flight requests get to finish on SIGTERM.
+    #[serde(default = "default_grace", with = "humantime_serde_compat")]
+    pub grace_period: Duration,
+}
+
+/// A TLS listener.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsListener {
+    /// `host:port`.
+    pub addr: String,
+    /// Certificate chain, PEM.
+    pub cert: PathBuf,
+    /// Private key, PEM.
+    pub key: PathBuf,
+}
+
+/// How the gateway fronts one site.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteProxy {
+    /// Host header values routed to this site.
+    pub hosts: Vec<String>,
+    /// The origin, `host:port`.
+    pub origin: String,
+    /// Connect to the origin over TLS.
+    #[serde(default)]
+    pub origin_tls: bool,
+    /// SNI and Host for the origin; the first of `hosts` by default.
+    #[serde(default)]
+    pub sni: Option<String>,
+    /// Answer 403 to crawlers robots.txt disallows (opt-in).
+    #[serde(default)]
+    pub enforce: bool,
+    /// Serve this file's contents as robots.txt instead of the origin's.
+    #[serde(default)]
+    pub robots_file: Option<PathBuf>,
+    /// Serve this text as robots.txt instead of the origin's.
+    #[serde(default)]
+    pub robots_static: Option<String>,
+    /// Groups appended to the origin's robots.txt (for example a block
+    /// list of AI crawlers).
+    #[serde(default)]
+    pub managed_groups: Option<String>,
 }
 
 /// One site.
@@ -94,24 +177,29 @@ pub struct Site {
     /// Named URL sets re-tested on every change.
     #[serde(default)]
     pub url_sets: BTreeMap<String, Vec<UrlEntry>>,
+    /// How `robots-proxy` fronts this site, if it does.
+    #[serde(default)]
+    pub proxy: Option<SiteProxy>,
 }
 
-/// Where a site's robots.txt comes from.
+/// Where the monitor reads a site's robots.txt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
     /// Polled over HTTP(S).
     Url(String),
     /// Read from disk and watched.
     File(PathBuf),
+    /// Neither: the site is only fronted by the proxy.
+    None,
 }
 
 impl Site {
-    /// Where this site's robots.txt comes from (validated at load).
+    /// Where the monitor reads this site's robots.txt.
     pub fn source(&self) -> Source {
         match (&self.url, &self.file) {
             (Some(u), _) => Source::Url(u.clone()),
             (None, Some(f)) => Source::File(f.clone()),
-            (None, None) => Source::File(PathBuf::new()),
+            (None, None) => Source::None,
         }
     }
 }
@@ -218,6 +306,21 @@ fn default_interval() -> Duration {
 fn default_retention() -> Duration {
     Duration::from_secs(90 * 24 * 3600)
 }
+fn default_admin() -> String {
+    "127.0.0.1:9180".into()
+}
+fn default_state_dir() -> PathBuf {
+    "var/proxy".into()
+}
+fn default_staleness() -> Duration {
+    Duration::from_secs(30 * 24 * 3600)
+}
+fn default_unknown_status() -> u16 {
+    421
+}
+fn default_grace() -> Duration {
+    Duration::from_secs(10)
+}
 fn default_timeout() -> Duration {
     Duration::from_secs(20)
 }
@@ -232,11 +335,24 @@ impl Config {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
         let mut config = Config::parse(&text, path)?;
         let base = path.parent().unwrap_or(Path::new("."));
+        let anchor = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
         for site in &mut config.sites {
-            if let Some(f) = &site.file
-                && f.is_relative()
-            {
-                site.file = Some(base.join(f));
+            if let Some(f) = &mut site.file {
+                anchor(f);
+            }
+            if let Some(f) = site.proxy.as_mut().and_then(|p| p.robots_file.as_mut()) {
+                anchor(f);
+            }
+        }
+        if let Some(p) = &mut config.proxy {
+            anchor(&mut p.state_dir);
+            for l in &mut p.tls_listen {
+                anchor(&mut l.cert);
+                anchor(&mut l.key);
             }
         }
         Ok(config)
@@ -267,7 +383,10 @@ impl Config {
             }
             match (&site.url, &site.file) {
                 (Some(_), Some(_)) => return Err(invalid(key("url"), "give `url` or `file`, not both")),
-                (None, None) => return Err(invalid(key("url"), "give `url` (to poll) or `file` (to watch)")),
+                (None, None) if site.proxy.is_none() => {
+                    return Err(invalid(key("url"), "give `url` (to poll), `file` (to watch) or `proxy` (to front)"));
+                }
+                (None, None) => {}
                 (Some(u), None) => {
                     let parsed =
                         url::Url::parse(u).map_err(|e| invalid(key("url"), &format!("not an absolute URL: {e}")))?;
@@ -286,6 +405,25 @@ impl Config {
         }
         if self.agents.is_empty() {
             return Err(invalid("agents".into(), "list at least one crawler"));
+        }
+        for (i, site) in self.sites.iter().enumerate() {
+            let Some(p) = &site.proxy else { continue };
+            let key = |k: &str| format!("sites[{i}].proxy.{k}");
+            if p.hosts.is_empty() {
+                return Err(invalid(key("hosts"), "list at least one Host name"));
+            }
+            if !p.origin.contains(':') {
+                return Err(invalid(key("origin"), "write `host:port`"));
+            }
+            if p.robots_file.is_some() && p.robots_static.is_some() {
+                return Err(invalid(key("robots_file"), "give `robots_file` or `robots_static`, not both"));
+            }
+        }
+        if let Some(p) = &self.proxy
+            && p.listen.is_empty()
+            && p.tls_listen.is_empty()
+        {
+            return Err(invalid("proxy.listen".into(), "give at least one listener"));
         }
         if let Some(email) = &self.email
             && email.to.is_empty()

@@ -7,8 +7,9 @@ pub mod change;
 pub mod mail;
 pub mod monitor;
 pub mod report;
-pub mod source;
 pub mod store;
 pub mod watch;
 
 pub use monitor::{Monitor, PollOutcome};
+/// Fetching, shared with the gateway.
+pub use robotsgate_fetch as source;

@@ -71,8 +71,10 @@ pub fn now_ms() -> i64 {
 impl Monitor {
     /// Opens the store, registers the sites and builds the HTTP and SMTP
     /// clients. `base` is the directory relative database paths are under.
-    pub async fn build(config: Config, base: &Path) -> anyhow::Result<Monitor> {
+    pub async fn build(mut config: Config, base: &Path) -> anyhow::Result<Monitor> {
         use anyhow::Context;
+        // Sites only the proxy fronts have nothing for the monitor to read.
+        config.sites.retain(|s| s.source() != Source::None);
         let store = Store::open(&config.database, base).await?;
         let names: Vec<&str> = config.sites.iter().map(|s| s.name.as_str()).collect();
         store.ensure_sites(&names).await?;
@@ -115,6 +117,7 @@ impl Monitor {
         match site.source() {
             Source::Url(url) => source::fetch_remote(&self.client, &url, validators).await,
             Source::File(path) => source::read_local(&path).await,
+            Source::None => source::read_local(Path::new("")).await,
         }
     }
 
@@ -169,6 +172,7 @@ impl Monitor {
             let location = match site.source() {
                 Source::Url(u) => u,
                 Source::File(p) => p.display().to_string(),
+                Source::None => String::new(),
             };
             let alert = change::alert(&Change {
                 site: &site.name,

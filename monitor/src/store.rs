@@ -207,6 +207,9 @@ impl Store {
                     if backend == Backend::Sqlite {
                         sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
                         sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut *conn).await?;
+                        // In WAL mode NORMAL never corrupts the file; a power cut can
+                        // lose the last commits, which the next poll re-observes.
+                        sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
                     }
                     Ok(())
                 })

@@ -37,6 +37,24 @@ sites:
     )
 }
 
+/// A site `shop` on a fresh origin, mailing a fresh SMTP server, with its
+/// history in a fresh database.
+struct Rig {
+    database: String,
+    origin: Origin,
+    smtp: Smtp,
+    cfg: std::path::PathBuf,
+}
+
+fn rig(name: &str, db: Db) -> Option<Rig> {
+    let dir = temp_dir(name);
+    let database = fresh_database(db, &dir)?;
+    let origin = Origin::start();
+    let smtp = Smtp::start(&dir.join("mail"));
+    let cfg = write_config(&dir, &config(&database, &origin, smtp.port, ""));
+    Some(Rig { database, origin, smtp, cfg })
+}
+
 fn once(cfg: &std::path::Path) -> String {
     let out = monitor(cfg, &["once"]);
     assert_eq!(out.status.code(), Some(0), "once failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -44,11 +62,7 @@ fn once(cfg: &std::path::Path) -> String {
 }
 
 fn status_sequence(db: Db) {
-    let dir = temp_dir("status");
-    let Some(database) = fresh_database(db, &dir) else { return };
-    let origin = Origin::start();
-    let smtp = Smtp::start(&dir.join("mail"));
-    let cfg = write_config(&dir, &config(&database, &origin, smtp.port, ""));
+    let Some(Rig { database, origin, smtp, cfg }) = rig("status", db) else { return };
     let count = |table: &str| scalar(&database, &format!("SELECT COUNT(*) FROM {table}"));
 
     // First sight: recorded, nothing to say.
@@ -133,11 +147,7 @@ fn status_sequence_postgres() {
 
 #[test]
 fn hostile_origins() {
-    let dir = temp_dir("hostile");
-    let database = fresh_database(Db::Sqlite, &dir).unwrap();
-    let origin = Origin::start();
-    let smtp = Smtp::start(&dir.join("mail"));
-    let cfg = write_config(&dir, &config(&database, &origin, smtp.port, ""));
+    let Rig { database, origin, smtp, cfg } = rig("hostile", Db::Sqlite).unwrap();
     let last_error = || scalar(&database, "SELECT COUNT(*) FROM fetches WHERE error IS NOT NULL");
 
     origin.set("/robots.txt", Reply::ok(V1));
@@ -220,11 +230,7 @@ fn smtp_outage_loses_nothing() {
 
 #[test]
 fn daemon_survives_kill_without_losing_or_duplicating() {
-    let dir = temp_dir("kill");
-    let database = fresh_database(Db::Sqlite, &dir).unwrap();
-    let origin = Origin::start();
-    let smtp = Smtp::start(&dir.join("mail"));
-    let cfg = write_config(&dir, &config(&database, &origin, smtp.port, ""));
+    let Rig { database, origin, smtp, cfg } = rig("kill", Db::Sqlite).unwrap();
     let states = || scalar(&database, "SELECT COUNT(*) FROM states");
 
     origin.set("/robots.txt", Reply::ok(V1));
@@ -232,14 +238,13 @@ fn daemon_survives_kill_without_losing_or_duplicating() {
     assert!(eventually(20, || states() == 1), "first state recorded");
     origin.set("/robots.txt", Reply::status(503));
     assert!(eventually(20, || states() == 2), "outage recorded");
-    let _ = d.kill(); // SIGKILL: no chance to clean up
-    let _ = d.wait();
+    d.kill();
     origin.set("/robots.txt", Reply::ok(V2));
     let mut d = daemon(&cfg);
     assert!(eventually(20, || states() == 3), "recovery recorded after restart");
     assert!(eventually(20, || smtp.mails().len() >= 2));
     std::thread::sleep(Duration::from_millis(2500));
-    assert_eq!(terminate(&mut d), Some(0), "SIGTERM shuts down gracefully");
+    assert_eq!(d.terminate(), Some(0), "SIGTERM shuts down gracefully");
     assert_eq!(states(), 3, "no state twice");
     assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts"), 2, "one alert per change");
     assert_eq!(scalar(&database, "SELECT COUNT(DISTINCT state_id) FROM alerts"), 2);
@@ -262,8 +267,8 @@ fn two_monitors_share_postgres_without_double_polls() {
     let mut a = daemon(&cfg);
     let mut b = daemon(&cfg);
     std::thread::sleep(Duration::from_secs(9));
-    terminate(&mut a);
-    terminate(&mut b);
+    a.terminate();
+    b.terminate();
     // Consecutive fetches of one site are at least ~one interval apart
     // (2 s minus 10% jitter), never two in one interval.
     let too_close = scalar(
@@ -293,7 +298,7 @@ fn local_file_is_watched() {
     std::fs::write(site_dir.join(".robots.txt.tmp"), V2).unwrap();
     std::fs::rename(site_dir.join(".robots.txt.tmp"), site_dir.join("robots.txt")).unwrap();
     assert!(eventually(10, || states() == 2), "the rename is seen long before the 1 h interval");
-    assert_eq!(terminate(&mut d), Some(0));
+    assert_eq!(d.terminate(), Some(0));
     assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts"), 1, "the flip of /products/shoes alerts");
 }
 

@@ -1,22 +1,146 @@
-//! `robots-proxy`: the Pingora gateway that will own `/robots.txt` in front
-//! of websites (see docs/ARCHITECTURE.md). Not built yet: this binary only
-//! reserves the name and says so, rather than pretending to run.
+//! `robots-proxy --config FILE`: load the shared config, build the Pingora
+//! server, restore last-known-good copies, add the refresher, the proxy and
+//! the admin listener, and run. SIGTERM and SIGINT both shut down
+//! gracefully: listeners close, in-flight requests get the grace period.
 
-use std::process::ExitCode;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 
+use anyhow::{Context, bail};
+use async_trait::async_trait;
 use clap::Parser;
+use pingora::server::configuration::ServerConf;
+use pingora::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
+use pingora::services::background::background_service;
+use pingora::services::listening::Service;
+use proxy::admin::Admin;
+use proxy::crawler::Crawlers;
+use proxy::gateway::{FrontedSite, Gateway};
+use proxy::metrics::Metrics;
+use proxy::refresh::{Refresher, SiteRobots};
+use proxy::store::RobotsStore;
+use robotsgate_config::Config;
 
-/// The robotsgate gateway (not built yet).
+/// The robotsgate gateway.
 #[derive(Parser, Debug)]
 #[command(name = "robots-proxy", version)]
 struct Cli {
-    /// The shared configuration file.
+    /// The shared configuration file (see config.example.yaml).
+    #[arg(long, short, default_value = "config.yaml")]
+    config: PathBuf,
+    /// Validate the configuration and exit.
     #[arg(long)]
-    config: Option<std::path::PathBuf>,
+    check: bool,
 }
 
-fn main() -> ExitCode {
-    let _cli = Cli::parse();
-    eprintln!("robots-proxy: the gateway is not built yet; the `robots` CLI and the `rules` library are");
-    ExitCode::from(2)
+/// SIGINT is graceful here too: an operator's Ctrl-C should not cut
+/// crawlers off mid-response.
+#[derive(Debug)]
+struct GracefulSignals;
+
+#[async_trait]
+impl ShutdownSignalWatch for GracefulSignals {
+    async fn recv(&self) -> ShutdownSignal {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int), Ok(mut quit)) =
+            (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::quit()))
+        else {
+            return ShutdownSignal::GracefulTerminate;
+        };
+        tokio::select! {
+            _ = term.recv() => ShutdownSignal::GracefulTerminate,
+            _ = int.recv() => ShutdownSignal::GracefulTerminate,
+            _ = quit.recv() => ShutdownSignal::GracefulUpgrade,
+        }
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ROBOTSGATE_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    if let Err(e) = run(cli) {
+        eprintln!("robots-proxy: {e:#}");
+        std::process::exit(2);
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::load(&cli.config)?;
+    let Some(settings) = config.proxy.clone() else {
+        bail!("{}: no `proxy:` section; see config.example.yaml", cli.config.display());
+    };
+    let fronted: Vec<(String, robotsgate_config::SiteProxy)> =
+        config.sites.iter().filter_map(|s| s.proxy.clone().map(|p| (s.name.clone(), p))).collect();
+    if fronted.is_empty() {
+        bail!("{}: no site has a `proxy:` section", cli.config.display());
+    }
+    if cli.check {
+        println!("{}: {} fronted sites, listening on {:?}", cli.config.display(), fronted.len(), settings.listen);
+        return Ok(());
+    }
+
+    let names: Vec<&str> = fronted.iter().map(|(n, _)| n.as_str()).collect();
+    let store = Arc::new(RobotsStore::new(&names, &settings.state_dir));
+    let metrics = Arc::new(Metrics::new());
+    let refresher = Refresher::new(
+        fronted.iter().map(|(name, proxy)| SiteRobots { name: name.clone(), proxy: proxy.clone() }).collect(),
+        Arc::clone(&store),
+        Arc::clone(&metrics),
+        &settings,
+        &config.http,
+    );
+    refresher.restore();
+
+    let mut hosts = HashMap::new();
+    for (name, p) in &fronted {
+        let site = Arc::new(FrontedSite { name: name.clone(), proxy: p.clone() });
+        for h in &p.hosts {
+            hosts.insert(h.to_ascii_lowercase(), Arc::clone(&site));
+        }
+    }
+
+    let conf = ServerConf {
+        grace_period_seconds: Some(settings.grace_period.as_secs()),
+        graceful_shutdown_timeout_seconds: Some(settings.grace_period.as_secs().max(1)),
+        ..ServerConf::default()
+    };
+    let mut server = Server::new_with_opt_and_conf(None, conf);
+    server.bootstrap();
+
+    let gateway = Gateway {
+        hosts,
+        store: Arc::clone(&store),
+        crawlers: Crawlers::new(&settings.crawlers),
+        metrics: Arc::clone(&metrics),
+        unknown_host_status: settings.unknown_host_status,
+        max_age_secs: settings.refresh.as_secs(),
+    };
+    let mut proxy_service = pingora::proxy::http_proxy_service(&server.configuration, gateway);
+    for addr in &settings.listen {
+        proxy_service.add_tcp(addr);
+    }
+    for tls in &settings.tls_listen {
+        let (cert, key) = (tls.cert.display().to_string(), tls.key.display().to_string());
+        proxy_service
+            .add_tls(&tls.addr, &cert, &key)
+            .with_context(|| format!("TLS listener {} (cert {cert}, key {key})", tls.addr))?;
+    }
+
+    let token = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().or(settings.admin_token.clone());
+    let mut admin = Service::new("robotsgate admin".to_string(), Admin { store, metrics, token });
+    admin.add_tcp(&settings.admin);
+
+    server.add_service(background_service("robots.txt refresher", refresher));
+    server.add_service(proxy_service);
+    server.add_service(admin);
+    tracing::info!(listen = ?settings.listen, admin = %settings.admin, "robots-proxy starting");
+    server.run(RunArgs { shutdown_signal: Box::new(GracefulSignals) });
+    Ok(())
 }

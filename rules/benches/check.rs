@@ -156,5 +156,33 @@ fn realworld(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, check, parse, worst_case, realworld);
+/// What the monitor does on every change: re-test 10,000 URLs for 5
+/// crawlers under the old and the new policy and collect the flips.
+fn retest(c: &mut Criterion) {
+    let old_body = corpus::robots_txt(1_000, 7);
+    // The change: one broad new rule in the `*` group.
+    let new_body = old_body.replace("User-agent: *\n", "User-agent: *\nDisallow: /products/\n");
+    let urls = corpus::urls(&old_body, 10_000, 11);
+    let agents = ["Googlebot", "Bingbot", "AdsBot-Google", "GPTBot", "ExampleCrawler"];
+    let policy =
+        |b: &str| rules::Policy::from_fetch(&rules::FetchOutcome::status(200).with_body(b.as_bytes().to_vec()));
+    let (old, new) = (policy(&old_body), policy(&new_body));
+    let down = rules::Policy::from_fetch(&rules::FetchOutcome::status(503));
+    eprintln!(
+        "retest: {} flips for the rule change, {} for the outage",
+        rules::flips(&old, &new, &urls, &agents).len(),
+        rules::flips(&old, &down, &urls, &agents).len()
+    );
+    let mut group = c.benchmark_group("retest");
+    group.throughput(Throughput::Elements((urls.len() * agents.len()) as u64)).sample_size(20);
+    group.bench_function("flips/10k-urls-x5-agents/rule-change", |b| {
+        b.iter(|| black_box(rules::flips(&old, &new, &urls, &agents).len()))
+    });
+    group.bench_function("flips/10k-urls-x5-agents/outage", |b| {
+        b.iter(|| black_box(rules::flips(&old, &down, &urls, &agents).len()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, check, parse, worst_case, realworld, retest);
 criterion_main!(benches);

@@ -1,7 +1,7 @@
 //! Fetching a site's robots.txt, remote or local, into a `FetchOutcome`
-//! plus what the monitor needs besides (latency, validators for conditional
-//! requests). A 4xx or 5xx is an outcome, not an error: only the monitor's
-//! own failures are errors.
+//! plus what the daemons need besides (latency, validators for conditional
+//! requests). A 4xx or 5xx is an outcome, not an error. Both the monitor and
+//! the gateway fetch through this crate, so they see origins the same way.
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};

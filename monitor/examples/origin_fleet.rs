@@ -1,0 +1,32 @@
+//! A fleet of robots.txt origins on loopback for the monitor's scale
+//! benchmark: `cargo run --release -p monitor --example origin_fleet -- PORT`
+//! serves `/s/<n>/robots.txt` for any `n` (a small file whose rules depend
+//! on `n`), answering each request and closing the connection.
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(18080);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    eprintln!("origin fleet on 127.0.0.1:{port}");
+    loop {
+        let (mut stream, _) = listener.accept().await?;
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            let Ok(n) = stream.read(&mut buf).await else { return };
+            let request = String::from_utf8_lossy(&buf[..n]);
+            let path = request.split_whitespace().nth(1).unwrap_or("/");
+            let site = path.split('/').nth(2).unwrap_or("0");
+            let body = format!(
+                "# site {site}\nUser-agent: *\nDisallow: /admin/\nDisallow: /cart\nDisallow: /s{site}/private/\nAllow: /admin/help\n\nSitemap: http://127.0.0.1/s/{site}/sitemap.xml\n"
+            );
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+        });
+    }
+}

@@ -1,0 +1,97 @@
+//! The admin listener (localhost by default): `/healthz` and `/metrics` for
+//! anyone who can reach it; `/status` (per-site robots.txt source, age,
+//! last origin status, lint summary) only with the admin token, as
+//! `Authorization: Bearer <token>`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use http::Response;
+use pingora::apps::http_app::ServeHttp;
+use pingora::protocols::http::ServerSession;
+use serde_json::json;
+
+use crate::metrics::Metrics;
+use crate::store::{RobotsStore, State};
+
+/// The admin app.
+#[derive(Debug)]
+pub struct Admin {
+    /// robots.txt per site.
+    pub store: Arc<RobotsStore>,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// The token `/status` requires; `None` disables `/status`.
+    pub token: Option<String>,
+}
+
+fn reply(status: u16, content_type: &str, body: String) -> Response<Vec<u8>> {
+    let body = body.into_bytes();
+    Response::builder()
+        .status(status)
+        .header("Content-Type", content_type)
+        .header("Content-Length", body.len())
+        .body(body)
+        .unwrap_or_else(|_| Response::new(Vec::new()))
+}
+
+impl Admin {
+    fn status_json(&self) -> String {
+        let mut sites: Vec<&str> = self.store.sites().collect();
+        sites.sort_unstable();
+        let list: Vec<_> = sites
+            .iter()
+            .map(|name| {
+                let health = self.store.health(name);
+                let state = self.store.state(name);
+                let (source, age) = match &*state {
+                    State::Serve(s) => (s.source.as_str(), Some(s.age().as_secs())),
+                    State::NoFile(_) => ("origin-no-file", None),
+                    State::Unknown => ("pass-through", None),
+                };
+                json!({
+                    "site": name,
+                    "source": source,
+                    "age_secs": age,
+                    "last_origin_status": health.last_status,
+                    "last_origin_error": health.last_error,
+                    "last_fetch": health.last_fetch,
+                    "lint": { "errors": health.lint.0, "warnings": health.lint.1 },
+                })
+            })
+            .collect();
+        json!({ "sites": list }).to_string()
+    }
+}
+
+#[async_trait]
+impl ServeHttp for Admin {
+    async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let path = session.req_header().uri.path().to_string();
+        match path.as_str() {
+            "/healthz" => reply(200, "text/plain", "ok\n".into()),
+            "/metrics" => reply(200, "text/plain; version=0.0.4", self.metrics.render()),
+            "/status" => {
+                let given = session
+                    .req_header()
+                    .headers
+                    .get(http::header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Bearer "));
+                match (&self.token, given) {
+                    (None, _) => reply(403, "text/plain", "no admin token is configured\n".into()),
+                    (Some(t), Some(g)) if constant_time_eq(t.as_bytes(), g.as_bytes()) => {
+                        reply(200, "application/json", self.status_json())
+                    }
+                    _ => reply(401, "text/plain", "admin token required\n".into()),
+                }
+            }
+            _ => reply(404, "text/plain", "not found\n".into()),
+        }
+    }
+}
+
+/// Compares secrets without leaking where they differ through timing.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

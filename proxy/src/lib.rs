@@ -1,0 +1,12 @@
+//! robots-proxy: a Pingora gateway in front of websites that owns
+//! `/robots.txt` (validated, last-known-good kept in memory and on disk,
+//! served while the origin fails), passes everything else through, and
+//! knows which crawler is asking. `main.rs` wires these parts into a
+//! Pingora server.
+
+pub mod admin;
+pub mod crawler;
+pub mod gateway;
+pub mod metrics;
+pub mod refresh;
+pub mod store;

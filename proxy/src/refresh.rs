@@ -1,0 +1,322 @@
+//! Keeping each site's robots.txt fresh: a Pingora background service that
+//! fetches the origin's file on an interval, validates it with `rules`, and
+//! decides what crawlers get.
+//!
+//! - A good 2xx (parsable text, at most 500 KiB, not an HTML page) becomes
+//!   the served copy and the new last-known-good, on disk too.
+//! - A 4xx (there is no file) is honoured: `/robots.txt` is proxied through.
+//! - Anything unusable (5xx, 429, timeouts, resets, HTML or oversized 200s)
+//!   keeps the last-known-good copy while it is younger than the configured
+//!   staleness; with no such copy, the origin's answer passes through.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::server::ShutdownWatch;
+use pingora::services::background::BackgroundService;
+use robotsgate_config::SiteProxy;
+use robotsgate_fetch::{Observation, Validators};
+use rules::lint::{Code, Severity};
+use rules::{Policy, Reason};
+
+use crate::metrics::Metrics;
+use crate::store::{Health, Origin, RobotsStore, Served, State};
+
+/// One site as the refresher sees it.
+#[derive(Clone, Debug)]
+pub struct SiteRobots {
+    /// The site's name.
+    pub name: String,
+    /// How it is fronted.
+    pub proxy: SiteProxy,
+}
+
+/// The background service.
+#[derive(Debug)]
+pub struct Refresher {
+    sites: Vec<SiteRobots>,
+    store: Arc<RobotsStore>,
+    metrics: Arc<Metrics>,
+    interval: Duration,
+    max_staleness: Duration,
+    timeout: Duration,
+    user_agent: String,
+}
+
+/// Why a fetched body is not served.
+fn unusable(outcome: &rules::FetchOutcome) -> Option<&'static str> {
+    if outcome.truncated || outcome.body.len() > rules::parse::MAX_FILE_BYTES {
+        return Some("oversize");
+    }
+    if rules::lint(&outcome.body).iter().any(|d| d.code == Code::Html) {
+        return Some("html");
+    }
+    None
+}
+
+impl Refresher {
+    /// A refresher for `sites`.
+    pub fn new(
+        sites: Vec<SiteRobots>,
+        store: Arc<RobotsStore>,
+        metrics: Arc<Metrics>,
+        settings: &robotsgate_config::ProxySettings,
+        http: &robotsgate_config::Http,
+    ) -> Refresher {
+        Refresher {
+            sites,
+            store,
+            metrics,
+            interval: settings.refresh,
+            max_staleness: settings.max_staleness,
+            timeout: http.timeout,
+            user_agent: http.user_agent.replace("monitor", "proxy"),
+        }
+    }
+
+    /// Loads the disk copies, so a restart during an outage serves them
+    /// before the first fetch even ends.
+    pub fn restore(&self) {
+        for site in &self.sites {
+            if let Some(text) = static_text(&site.proxy) {
+                self.store
+                    .set(&site.name, State::Serve(Arc::new(Served::new(text, Origin::Static, SystemTime::now()))));
+                continue;
+            }
+            if let Some((body, good_at)) = self.store.restore(&site.name) {
+                let age = SystemTime::now().duration_since(good_at).unwrap_or_default();
+                if age <= self.max_staleness {
+                    let served = self.serve_good(site, Bytes::from(body), good_at, Origin::LastGood);
+                    self.store.set(&site.name, State::Serve(Arc::new(served)));
+                    tracing::info!(site = %site.name, age_secs = age.as_secs(), "restored last-known-good robots.txt from disk");
+                }
+            }
+        }
+    }
+
+    /// Refreshes every site once.
+    pub async fn refresh_all(&self) {
+        for site in &self.sites {
+            self.refresh(site).await;
+        }
+    }
+
+    /// Refreshes one site.
+    pub async fn refresh(&self, site: &SiteRobots) {
+        if let Some(text) = static_text(&site.proxy) {
+            let current = self.store.state(&site.name);
+            let same = matches!(&*current, State::Serve(s) if s.body == text);
+            if !same {
+                self.store
+                    .set(&site.name, State::Serve(Arc::new(Served::new(text, Origin::Static, SystemTime::now()))));
+            }
+            return;
+        }
+        let obs = self.fetch(site).await;
+        let outcome = &obs.outcome;
+        let now = SystemTime::now();
+        let mut health = Health {
+            last_status: outcome.status,
+            last_error: outcome.error.map(|e| e.to_string()),
+            last_fetch: now.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_secs()),
+            lint: self.store.health(&site.name).lint,
+        };
+        let label = match Policy::from_fetch(outcome) {
+            Policy::Rules(_) => match unusable(outcome) {
+                None => {
+                    let body = Bytes::from(outcome.body.clone());
+                    let findings = rules::lint(&body);
+                    health.lint = (
+                        findings.iter().filter(|d| d.severity == Severity::Error).count(),
+                        findings.iter().filter(|d| d.severity == Severity::Warning).count(),
+                    );
+                    let served = self.serve_good(site, body, now, Origin::Origin);
+                    if let Err(e) = self.store.persist(&site.name, &outcome.body, now) {
+                        tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
+                    }
+                    self.store.set(&site.name, State::Serve(Arc::new(served)));
+                    "ok"
+                }
+                Some(why) => self.fall_back(site, why),
+            },
+            Policy::AllowAll(Reason::ClientError(status)) => {
+                tracing::info!(site = %site.name, status, "origin has no robots.txt; honouring it");
+                self.store.forget(&site.name);
+                self.store.set(&site.name, State::NoFile(status));
+                "no-file"
+            }
+            Policy::AllowAll(_) => {
+                // Too many redirects: Google treats the file as missing too.
+                self.store.forget(&site.name);
+                self.store.set(&site.name, State::NoFile(outcome.status.unwrap_or(404)));
+                "redirects"
+            }
+            Policy::DisallowAll(reason) => self.fall_back(
+                site,
+                match reason {
+                    Reason::TooManyRequests => "429",
+                    Reason::Unreachable(rules::TransportError::Timeout) => "timeout",
+                    Reason::Unreachable(_) => "unreachable",
+                    _ => "5xx",
+                },
+            ),
+        };
+        self.metrics.refresh.with_label_values(&[&site.name, label]).inc();
+        self.store.set_health(&site.name, health);
+    }
+
+    /// Keeps the last good copy if it is fresh enough, else lets the
+    /// origin's answers through.
+    fn fall_back(&self, site: &SiteRobots, why: &'static str) -> &'static str {
+        self.metrics.fallback.with_label_values(&[&site.name, why]).inc();
+        let current = self.store.state(&site.name);
+        match &*current {
+            State::Serve(served) if served.age() <= self.max_staleness => {
+                if served.source != Origin::LastGood {
+                    let kept = Served::new(served.body.clone(), Origin::LastGood, served.good_at);
+                    self.store.set(&site.name, State::Serve(Arc::new(kept)));
+                }
+                tracing::warn!(site = %site.name, reason = why, age_secs = served.age().as_secs(), "origin robots.txt unusable; serving last-known-good");
+            }
+            State::Serve(served) => {
+                tracing::warn!(site = %site.name, reason = why, age_secs = served.age().as_secs(), "last-known-good is too old; passing the origin's answer through");
+                self.store.set(&site.name, State::Unknown);
+            }
+            _ => {
+                tracing::warn!(site = %site.name, reason = why, "origin robots.txt unusable and no good copy; passing through")
+            }
+        }
+        why
+    }
+
+    /// The served form of a good origin body: as is, or with the managed
+    /// groups appended.
+    fn serve_good(&self, site: &SiteRobots, body: Bytes, good_at: SystemTime, source: Origin) -> Served {
+        match &site.proxy.managed_groups {
+            Some(groups) => match merge_managed(&body, groups) {
+                Some(merged) => {
+                    Served::new(merged, if source == Origin::LastGood { source } else { Origin::Managed }, good_at)
+                }
+                None => {
+                    tracing::error!(site = %site.name, "managed groups would push robots.txt past 500 KiB; serving the origin's file alone");
+                    Served::new(body, source, good_at)
+                }
+            },
+            None => Served::new(body, source, good_at),
+        }
+    }
+
+    async fn fetch(&self, site: &SiteRobots) -> Observation {
+        let p = &site.proxy;
+        let host = p.sni.clone().unwrap_or_else(|| p.hosts[0].clone());
+        let scheme = if p.origin_tls { "https" } else { "http" };
+        let port = p.origin.rsplit_once(':').and_then(|(_, port)| port.parse::<u16>().ok()).unwrap_or(80);
+        let url = format!("{scheme}://{host}:{port}/robots.txt");
+        // Connect to the configured origin while naming the site's host, so
+        // virtual hosting and SNI see the real name.
+        let addr = match tokio::net::lookup_host(&p.origin).await.ok().and_then(|mut a| a.next()) {
+            Some(a) => a,
+            None => SocketAddr::from(([127, 0, 0, 1], port)),
+        };
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(self.timeout)
+            .connect_timeout(self.timeout.min(Duration::from_secs(10)))
+            .user_agent(&self.user_agent)
+            .resolve(&host, addr)
+            .build();
+        match client {
+            Ok(client) => robotsgate_fetch::fetch_remote(&client, &url, &Validators::default()).await,
+            Err(_) => robotsgate_fetch::read_local(std::path::Path::new("")).await,
+        }
+    }
+}
+
+/// Appends managed groups so Google reads them as written: the origin's
+/// text keeps its last line ending, and a trailing group with no rules gets
+/// an explicit empty `Disallow:` (which allows everything, as the empty
+/// group did) so the managed `User-agent` lines cannot join it. `None` when
+/// the result would pass 500 KiB, where Google would cut the managed rules.
+pub fn merge_managed(origin: &[u8], groups: &str) -> Option<Bytes> {
+    let mut out = origin.to_vec();
+    if !out.is_empty() && !out.ends_with(b"\n") {
+        out.push(b'\n');
+    }
+    if ends_with_open_group(origin) {
+        out.extend_from_slice(b"Disallow:\n");
+    }
+    out.extend_from_slice(b"\n# Managed by robotsgate\n");
+    out.extend_from_slice(groups.trim_end().as_bytes());
+    out.push(b'\n');
+    (out.len() <= rules::parse::MAX_FILE_BYTES).then(|| Bytes::from(out))
+}
+
+/// Whether the last group of `body` has `user-agent` lines but no rule yet,
+/// so that a following `user-agent` line would join it.
+fn ends_with_open_group(body: &[u8]) -> bool {
+    #[derive(Default)]
+    struct Tail {
+        open: bool,
+    }
+    impl rules::parse::Handler for Tail {
+        fn directive(&mut self, d: &rules::parse::Directive<'_>) {
+            match d.kind {
+                rules::KeyKind::UserAgent => self.open = true,
+                rules::KeyKind::Allow | rules::KeyKind::Disallow => self.open = false,
+                _ => {}
+            }
+        }
+    }
+    let mut t = Tail::default();
+    rules::parse::parse(body, &mut t);
+    t.open
+}
+
+fn static_text(p: &SiteProxy) -> Option<Bytes> {
+    if let Some(text) = &p.robots_static {
+        return Some(Bytes::from(text.clone().into_bytes()));
+    }
+    let path = p.robots_file.as_ref()?;
+    match std::fs::read(path) {
+        Ok(body) => Some(Bytes::from(body)),
+        Err(e) => {
+            tracing::error!(file = %path.display(), "cannot read the static robots.txt: {e}");
+            None
+        }
+    }
+}
+
+#[async_trait]
+impl BackgroundService for Refresher {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        loop {
+            self.refresh_all().await;
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                () = tokio::time::sleep(self.interval) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn managed_groups_stay_separate() {
+        let origin = b"User-agent: *\nDisallow: /admin\nUser-agent: Foo";
+        let merged = merge_managed(origin, "User-agent: GPTBot\nDisallow: /\n").unwrap();
+        let robots = rules::Robots::parse(&merged);
+        assert!(!robots.is_allowed("GPTBot", "https://s/"));
+        assert!(robots.is_allowed("Foo", "https://s/anything"), "Foo keeps its empty group");
+        assert!(!robots.is_allowed("other", "https://s/admin"));
+        let plain = merge_managed(b"User-agent: *\nDisallow: /x\n", "User-agent: CCBot\nDisallow: /").unwrap();
+        assert!(!std::str::from_utf8(&plain).unwrap().contains("Disallow:\n\n"));
+        let big = vec![b'#'; rules::parse::MAX_FILE_BYTES];
+        assert!(merge_managed(&big, "User-agent: x\nDisallow: /").is_none());
+    }
+}

@@ -1,0 +1,184 @@
+//! What the gateway serves at `/robots.txt` for each site, and the
+//! last-known-good copy behind it, in memory (one `ArcSwap` per site, so
+//! the request path does a single load) and on disk (so a restart during
+//! an origin outage still serves the good file).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use rules::Robots;
+
+/// Where the served robots.txt came from; sent as `X-Robots-Source`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The origin's current file, validated.
+    Origin,
+    /// The last good copy, because the origin is failing.
+    LastGood,
+    /// A static file or text from the config.
+    Static,
+    /// The origin's file with the config's managed groups appended.
+    Managed,
+}
+
+impl Origin {
+    /// The header value.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Origin::Origin => "origin",
+            Origin::LastGood => "last-good",
+            Origin::Static => "static",
+            Origin::Managed => "managed",
+        }
+    }
+}
+
+/// A robots.txt ready to serve.
+#[derive(Debug)]
+pub struct Served {
+    /// The bytes served.
+    pub body: Bytes,
+    /// A strong ETag of `body`.
+    pub etag: String,
+    /// Compiled, for crawler verdicts.
+    pub robots: Robots,
+    /// Where it came from.
+    pub source: Origin,
+    /// When the origin last gave a good answer (the copy's age).
+    pub good_at: SystemTime,
+}
+
+/// The state of one site's robots.txt.
+#[derive(Debug, Default)]
+pub enum State {
+    /// No good copy yet: `/robots.txt` is proxied to the origin unchanged.
+    #[default]
+    Unknown,
+    /// The origin says there is no file (4xx): honoured, proxied through,
+    /// and everything is allowed.
+    NoFile(u16),
+    /// Served from the store.
+    Serve(Arc<Served>),
+}
+
+/// What the last refresh saw, for `/status`.
+#[derive(Clone, Debug, Default)]
+pub struct Health {
+    /// HTTP status of the last origin fetch.
+    pub last_status: Option<u16>,
+    /// Transport error of the last origin fetch.
+    pub last_error: Option<String>,
+    /// When the origin was last fetched (Unix seconds).
+    pub last_fetch: Option<u64>,
+    /// Lint findings of the current good copy: errors, warnings.
+    pub lint: (usize, usize),
+}
+
+/// Every site's state.
+#[derive(Debug)]
+pub struct RobotsStore {
+    sites: HashMap<String, (ArcSwap<State>, ArcSwap<Health>)>,
+    dir: PathBuf,
+}
+
+/// A strong ETag for a body.
+pub fn etag_of(body: &[u8]) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(body);
+    let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
+}
+
+impl Served {
+    /// Compiles `body` for serving.
+    pub fn new(body: Bytes, source: Origin, good_at: SystemTime) -> Served {
+        Served { etag: etag_of(&body), robots: Robots::parse(&body), body, source, good_at }
+    }
+
+    /// How old the good copy is.
+    pub fn age(&self) -> Duration {
+        SystemTime::now().duration_since(self.good_at).unwrap_or_default()
+    }
+}
+
+impl RobotsStore {
+    /// A store for `sites`, keeping copies in `dir`.
+    pub fn new<S: AsRef<str>>(sites: &[S], dir: &Path) -> RobotsStore {
+        let sites = sites
+            .iter()
+            .map(|s| {
+                (
+                    s.as_ref().to_string(),
+                    (ArcSwap::from_pointee(State::Unknown), ArcSwap::from_pointee(Health::default())),
+                )
+            })
+            .collect();
+        RobotsStore { sites, dir: dir.to_path_buf() }
+    }
+
+    /// The current state of `site`.
+    pub fn state(&self, site: &str) -> Arc<State> {
+        self.sites.get(site).map_or_else(|| Arc::new(State::Unknown), |s| s.0.load_full())
+    }
+
+    /// Replaces the state of `site`.
+    pub fn set(&self, site: &str, state: State) {
+        if let Some(s) = self.sites.get(site) {
+            s.0.store(Arc::new(state));
+        }
+    }
+
+    /// What the last refresh saw.
+    pub fn health(&self, site: &str) -> Arc<Health> {
+        self.sites.get(site).map_or_else(|| Arc::new(Health::default()), |s| s.1.load_full())
+    }
+
+    /// Records what a refresh saw.
+    pub fn set_health(&self, site: &str, health: Health) {
+        if let Some(s) = self.sites.get(site) {
+            s.1.store(Arc::new(health));
+        }
+    }
+
+    fn paths(&self, site: &str) -> (PathBuf, PathBuf) {
+        // Site names come from the config; keep them to safe file names.
+        let safe: String =
+            site.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        (self.dir.join(format!("{safe}.robots.txt")), self.dir.join(format!("{safe}.fetched-at")))
+    }
+
+    /// Writes the good copy of `site` to disk, atomically (write, then rename).
+    pub fn persist(&self, site: &str, body: &[u8], good_at: SystemTime) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let (body_path, at_path) = self.paths(site);
+        let tmp = body_path.with_extension("tmp");
+        std::fs::write(&tmp, body)?;
+        std::fs::rename(&tmp, &body_path)?;
+        let secs = good_at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        std::fs::write(at_path, secs.to_string())
+    }
+
+    /// Forgets the disk copy of `site` (the origin removed its file).
+    pub fn forget(&self, site: &str) {
+        let (body_path, at_path) = self.paths(site);
+        let _ = std::fs::remove_file(body_path);
+        let _ = std::fs::remove_file(at_path);
+    }
+
+    /// The disk copy of `site`, if any: its bytes and when they were good.
+    pub fn restore(&self, site: &str) -> Option<(Vec<u8>, SystemTime)> {
+        let (body_path, at_path) = self.paths(site);
+        let body = std::fs::read(body_path).ok()?;
+        let secs: u64 = std::fs::read_to_string(at_path).ok()?.trim().parse().ok()?;
+        Some((body, UNIX_EPOCH + Duration::from_secs(secs)))
+    }
+
+    /// The names of all sites.
+    pub fn sites(&self) -> impl Iterator<Item = &str> {
+        self.sites.keys().map(String::as_str)
+    }
+}

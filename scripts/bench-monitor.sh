@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Scale benchmark for robots-monitor: SITES sites on a local origin fleet,
+# polled every minute by the real daemon on embedded SQLite, for MINUTES
+# minutes. Prints CPU time, peak memory, fetches done and database growth,
+# and the growth extrapolated to a day. Loopback only.
+#   scripts/bench-monitor.sh [SITES=10000] [MINUTES=3]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sites=${1:-10000}
+minutes=${2:-3}
+source scripts/setup.sh
+command -v sqlite3 >/dev/null || { apt-get update -qq && apt-get install -y -qq sqlite3; }
+cargo build --release --locked -p monitor --bin robots-monitor --example origin_fleet
+
+work=$(mktemp -d /tmp/robots-monitor-bench.XXXXXX)
+port=18080
+target/release/examples/origin_fleet "$port" 2>/dev/null &
+origin=$!
+trap 'kill $origin ${daemon:-} 2>/dev/null || true' EXIT
+
+{
+  echo "database: $work/history.db"
+  echo "agents: [Googlebot, bingbot, GPTBot]"
+  echo "interval: 1m"
+  echo "sites:"
+  for ((i = 0; i < sites; i++)); do
+    echo "  - name: s$i"
+    echo "    url: http://127.0.0.1:$port/s/$i/robots.txt"
+    echo "    url_sets: { main: [/, /admin/login, /cart, /s$i/private/x] }"
+  done
+} > "$work/config.yaml"
+
+ROBOTSGATE_LOG=warn target/release/robots-monitor --config "$work/config.yaml" run &
+daemon=$!
+ticks=$(getconf CLK_TCK)
+sleep 5
+size_start=$(du -sb "$work" | cut -f1)
+cpu_start=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
+fetch_count() { sqlite3 "$work/history.db" 'SELECT COUNT(*) FROM fetches' 2>/dev/null || echo 0; }
+fetch_start=$(fetch_count)
+sleep $((minutes * 60))
+cpu_end=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
+rss_peak=$(awk '/VmHWM/ {print $2}' "/proc/$daemon/status")
+size_end=$(du -sb "$work" | cut -f1)
+fetch_end=$(fetch_count)
+kill -TERM "$daemon"; wait "$daemon" || true
+daemon=
+
+secs=$((minutes * 60))
+fetches=$((fetch_end - fetch_start))
+awk -v c=$((cpu_end - cpu_start)) -v t="$ticks" -v s="$secs" -v r="$rss_peak" -v f="$fetches" \
+    -v g=$((size_end - size_start)) -v n="$sites" 'BEGIN {
+  printf "sites %d, window %d s\n", n, s
+  printf "fetches in window: %d (%.1f/s; expected %.1f/s at one per site per minute)\n", f, f / s, n / 60
+  printf "CPU: %.1f s in %d s = %.1f%% of one core\n", c / t, s, 100 * c / t / s
+  printf "peak RSS: %.1f MiB\n", r / 1024
+  printf "database growth: %.2f MiB in window, %.0f MiB per day\n", g / 1048576, g / 1048576 * 86400 / s
+}'

@@ -1,0 +1,317 @@
+//! Real parts for the daemons' integration tests: an HTTP origin on
+//! 127.0.0.1 whose answers tests change, the aiosmtpd SMTP server writing
+//! a maildir, temporary directories, and a guard that never leaves a child
+//! process behind. Used by `monitor` and `proxy` tests, nothing else.
+
+#![allow(missing_docs, missing_debug_implementations)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How the origin answers one path.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A normal response.
+    Send { status: u16, headers: Vec<(String, String)>, body: Vec<u8>, delay: Duration },
+    /// Accept, read the request, never answer.
+    Hang,
+    /// Accept, read the request, close without a response.
+    Reset,
+}
+
+impl Reply {
+    pub fn ok(body: impl Into<Vec<u8>>) -> Reply {
+        Reply::Send { status: 200, headers: vec![], body: body.into(), delay: Duration::ZERO }
+    }
+    pub fn status(status: u16) -> Reply {
+        Reply::Send { status, headers: vec![], body: format!("status {status}").into_bytes(), delay: Duration::ZERO }
+    }
+    pub fn redirect(to: &str) -> Reply {
+        Reply::Send { status: 301, headers: vec![("Location".into(), to.into())], body: vec![], delay: Duration::ZERO }
+    }
+}
+
+/// A programmable HTTP/1.1 origin on loopback.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    pub addr: SocketAddr,
+    routes: Arc<Mutex<HashMap<String, Reply>>>,
+    pub hits: Arc<AtomicUsize>,
+}
+
+impl Origin {
+    pub fn start() -> Origin {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind origin");
+        let addr = listener.local_addr().expect("origin addr");
+        let routes: Arc<Mutex<HashMap<String, Reply>>> = Arc::default();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let (r, h) = (Arc::clone(&routes), Arc::clone(&hits));
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (r, h) = (Arc::clone(&r), Arc::clone(&h));
+                std::thread::spawn(move || serve(stream, &r, &h));
+            }
+        });
+        Origin { addr, routes, hits }
+    }
+
+    pub fn set(&self, path: &str, reply: Reply) {
+        self.routes.lock().unwrap().insert(path.to_string(), reply);
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+fn serve(stream: TcpStream, routes: &Mutex<HashMap<String, Reply>>, hits: &AtomicUsize) {
+    let mut reader = BufReader::new(match stream.try_clone() {
+        Ok(s) => s,
+        Err(_) => return,
+    });
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line == "\r\n" || line == "\n" => break,
+            Ok(_) => {}
+        }
+    }
+    hits.fetch_add(1, Ordering::SeqCst);
+    let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let reply = routes.lock().unwrap().get(&path).cloned().unwrap_or_else(|| Reply::status(404));
+    let mut stream = stream;
+    match reply {
+        Reply::Hang => std::thread::sleep(Duration::from_secs(120)),
+        Reply::Reset => {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+        Reply::Send { status, headers, body, delay } => {
+            std::thread::sleep(delay);
+            let mut head = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+            for (k, v) in headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+        }
+    }
+}
+
+/// A free port on loopback (the listener is dropped; a small race is fine
+/// for tests that start their server right away).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+}
+
+/// A real SMTP server (Debian's python3-aiosmtpd) writing a maildir.
+#[derive(Debug)]
+pub struct Smtp {
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Smtp {
+    pub fn start(dir: &Path) -> Smtp {
+        Smtp::start_on(free_port(), dir)
+    }
+
+    pub fn start_on(port: u16, dir: &Path) -> Smtp {
+        for sub in ["tmp", "new", "cur"] {
+            std::fs::create_dir_all(dir.join(sub)).expect("maildir");
+        }
+        let child = Command::new("/usr/bin/python3")
+            .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}"), "-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start aiosmtpd (apt install python3-aiosmtpd; scripts/services.sh does)");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "aiosmtpd did not start on port {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Smtp { port, dir: dir.to_path_buf(), child: Some(child) }
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Every message received, as text, oldest first.
+    pub fn mails(&self) -> Vec<String> {
+        let mut files: Vec<(std::time::SystemTime, String)> = ["new", "cur"]
+            .iter()
+            .filter_map(|d| std::fs::read_dir(self.dir.join(d)).ok())
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let modified = e.metadata().ok()?.modified().ok()?;
+                Some((modified, std::fs::read_to_string(e.path()).ok()?))
+            })
+            .collect();
+        files.sort_by_key(|f| f.0);
+        files.into_iter().map(|f| f.1).collect()
+    }
+
+    /// Waits until at least `n` mails arrived, then returns them all.
+    pub fn wait_for(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mails = self.mails();
+            if mails.len() >= n || Instant::now() > deadline {
+                return mails;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Smtp {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A fresh temporary directory.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "robots-monitor-{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// A running child process; killed when dropped, so a failing test never
+/// leaves one behind.
+#[derive(Debug)]
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Proc {
+    /// Sends SIGTERM and waits; returns the exit code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Ok(Some(status)) = self.0.try_wait() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.0.kill();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILL: no chance to clean up.
+    pub fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Polls `cond` until it holds or `secs` pass.
+pub fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cond()
+}
+
+/// A response read by [`request`].
+#[derive(Clone, Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// A header's value, by case-insensitive name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// One HTTP/1.1 request over a fresh connection (`Connection: close`), with
+/// exactly the headers given. `None` if the connection fails or no
+/// response comes within 30 s.
+pub fn request(addr: SocketAddr, method: &str, host: &str, path: &str, headers: &[(&str, &str)]) -> Option<Response> {
+    use std::io::Read;
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    stream.write_all(req.as_bytes()).ok()?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).ok()?;
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        body = dechunk(&body);
+    }
+    Some(Response { status, headers, body })
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else { return out };
+        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..eol]).trim(), 16).unwrap_or(0);
+        if size == 0 || data.len() < eol + 2 + size {
+            return out;
+        }
+        out.extend_from_slice(&data[eol + 2..eol + 2 + size]);
+        data = &data[(eol + 4 + size).min(data.len())..];
+    }
+}
+
+/// Waits until something accepts connections on `addr`.
+pub fn wait_listening(addr: SocketAddr, secs: u64) -> bool {
+    eventually(secs, || TcpStream::connect(addr).is_ok())
+}

@@ -113,6 +113,9 @@ pub struct ProxySettings {
     /// How long in-flight requests get to finish on SIGTERM.
     #[serde(default = "default_grace", with = "humantime_serde_compat")]
     pub grace_period: Duration,
+    /// Worker threads of the proxy service (Pingora's default is 1).
+    #[serde(default = "default_threads")]
+    pub threads: usize,
 }
 
 /// A TLS listener.
@@ -317,6 +320,9 @@ fn default_staleness() -> Duration {
 }
 fn default_unknown_status() -> u16 {
     421
+}
+fn default_threads() -> usize {
+    1
 }
 fn default_grace() -> Duration {
     Duration::from_secs(10)

@@ -109,6 +109,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let conf = ServerConf {
         grace_period_seconds: Some(settings.grace_period.as_secs()),
         graceful_shutdown_timeout_seconds: Some(settings.grace_period.as_secs().max(1)),
+        threads: settings.threads.max(1),
         ..ServerConf::default()
     };
     let mut server = Server::new_with_opt_and_conf(None, conf);

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Load benchmark for robots-proxy with wrk, on loopback, against nginx in
+# the same run:
+#   1. /robots.txt from the proxy's store vs nginx serving the same static file;
+#   2. a proxied page (proxy -> nginx origin) vs nginx directly, p50 and p99.
+# Installs nginx and wrk from Debian if missing.
+#   scripts/bench-proxy.sh [SECONDS=15] [CONNECTIONS=64]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-15}
+conns=${2:-64}
+source scripts/setup.sh
+for p in nginx-light wrk; do
+  dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
+done
+cargo build --release --locked -p proxy --bin robots-proxy
+
+work=$(mktemp -d /tmp/robots-proxy-bench.XXXXXX)
+mkdir -p "$work/www"
+chmod 755 "$work" "$work/www"   # nginx workers run as www-data
+printf 'User-agent: *\nDisallow: /admin/\nDisallow: /cart\nAllow: /admin/help\n\nSitemap: https://shop.test/sitemap.xml\n' > "$work/www/robots.txt"
+head -c 2048 /dev/zero | tr '\0' 'x' > "$work/www/page.html"
+cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  default_type text/plain;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:18601; root $work/www; }
+}
+CONF
+nginx -c "$work/nginx.conf"
+cat > "$work/config.yaml" <<CONF
+proxy:
+  listen: ["127.0.0.1:18600"]
+  admin: 127.0.0.1:18602
+  state_dir: $work/state
+  refresh: 1h
+  threads: ${PROXY_THREADS:-1}
+sites:
+  - name: shop
+    proxy:
+      hosts: [shop.test]
+      origin: 127.0.0.1:18601
+CONF
+ROBOTSGATE_LOG=warn target/release/robots-proxy --config "$work/config.yaml" > /dev/null &
+proxy=$!
+trap 'kill $proxy 2>/dev/null || true; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true' EXIT
+# Wait until robots.txt comes from the store, not passed through.
+for _ in $(seq 1 100); do
+  curl -si -H 'Host: shop.test' http://127.0.0.1:18600/robots.txt 2>/dev/null | grep -qi '^x-robots-source: origin' && break
+  sleep 0.2
+done
+curl -si -H 'Host: shop.test' http://127.0.0.1:18600/robots.txt | grep -i '^x-robots-source'
+
+run() { echo "== $1 ($3 connections)"; wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -H 'Host: shop.test' "$2" | grep -E 'Requests/sec|^ +(50|99)%'; }
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+echo "wrk: 2 threads, ${secs}s each; nginx: 1 worker; proxy: ${PROXY_THREADS:-1} worker thread(s)"
+run "nginx: /robots.txt (static file)" http://127.0.0.1:18601/robots.txt "$conns"
+run "robots-proxy: /robots.txt (from the store)" http://127.0.0.1:18600/robots.txt "$conns"
+for c in 1 "$conns"; do
+  run "nginx: /page.html directly" http://127.0.0.1:18601/page.html "$c"
+  run "robots-proxy: /page.html proxied to nginx" http://127.0.0.1:18600/page.html "$c"
+done

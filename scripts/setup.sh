@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing robotsgate needs on a fresh Debian
-# machine: the system packages pingora needs (cmake, pkg-config, libssl-dev)
-# and a C toolchain. Safe to run again: it installs only what is missing.
+# machine: the system packages pingora needs (cmake, pkg-config, libssl-dev),
+# a C toolchain, and the openssl and curl commands the TLS test uses. Safe
+# to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libssl-dev)
+packages=(build-essential cmake pkg-config libssl-dev openssl curl)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,8 @@
 //! The admin listener (localhost by default): `/healthz` and `/metrics` for
-//! anyone who can reach it; `/status` (per-site robots.txt source, age,
-//! last origin status, lint summary) only with the admin token, as
-//! `Authorization: Bearer <token>`.
+//! anyone who can reach it; with the admin token, as
+//! `Authorization: Bearer <token>`, `/status` (per-site robots.txt source,
+//! age, last origin status, lint summary) and `POST /refresh` (refetch
+//! every origin's robots.txt now).
 
 use std::sync::Arc;
 
@@ -21,8 +22,10 @@ pub struct Admin {
     pub store: Arc<RobotsStore>,
     /// Counters.
     pub metrics: Arc<Metrics>,
-    /// The token `/status` requires; `None` disables `/status`.
+    /// The token `/status` and `/refresh` require; `None` disables them.
     pub token: Option<String>,
+    /// Wakes the refresher.
+    pub refresh_now: Arc<tokio::sync::Notify>,
 }
 
 fn reply(status: u16, content_type: &str, body: String) -> Response<Vec<u8>> {
@@ -71,18 +74,24 @@ impl ServeHttp for Admin {
         match path.as_str() {
             "/healthz" => reply(200, "text/plain", "ok\n".into()),
             "/metrics" => reply(200, "text/plain; version=0.0.4", self.metrics.render()),
-            "/status" => {
+            "/status" | "/refresh" => {
                 let given = session
                     .req_header()
                     .headers
                     .get(http::header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.strip_prefix("Bearer "));
+                let is_post = session.req_header().method == http::Method::POST;
                 match (&self.token, given) {
                     (None, _) => reply(403, "text/plain", "no admin token is configured\n".into()),
-                    (Some(t), Some(g)) if constant_time_eq(t.as_bytes(), g.as_bytes()) => {
-                        reply(200, "application/json", self.status_json())
-                    }
+                    (Some(t), Some(g)) if constant_time_eq(t.as_bytes(), g.as_bytes()) => match path.as_str() {
+                        "/status" => reply(200, "application/json", self.status_json()),
+                        _ if is_post => {
+                            self.refresh_now.notify_one();
+                            reply(202, "text/plain", "refresh started\n".into())
+                        }
+                        _ => reply(405, "text/plain", "use POST\n".into()),
+                    },
                     _ => reply(401, "text/plain", "admin token required\n".into()),
                 }
             }

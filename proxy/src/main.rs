@@ -89,12 +89,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let names: Vec<&str> = fronted.iter().map(|(n, _)| n.as_str()).collect();
     let store = Arc::new(RobotsStore::new(&names, &settings.state_dir));
     let metrics = Arc::new(Metrics::new());
+    let refresh_now = Arc::new(tokio::sync::Notify::new());
     let refresher = Refresher::new(
         fronted.iter().map(|(name, proxy)| SiteRobots { name: name.clone(), proxy: proxy.clone() }).collect(),
         Arc::clone(&store),
         Arc::clone(&metrics),
         &settings,
         &config.http,
+        Arc::clone(&refresh_now),
     );
     refresher.restore();
 
@@ -135,7 +137,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 
     let token = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().or(settings.admin_token.clone());
-    let mut admin = Service::new("robotsgate admin".to_string(), Admin { store, metrics, token });
+    let mut admin = Service::new("robotsgate admin".to_string(), Admin { store, metrics, token, refresh_now });
     admin.add_tcp(&settings.admin);
 
     server.add_service(background_service("robots.txt refresher", refresher));

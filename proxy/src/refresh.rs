@@ -44,6 +44,8 @@ pub struct Refresher {
     max_staleness: Duration,
     timeout: Duration,
     user_agent: String,
+    /// Wakes the refresher before its interval ends (`POST /refresh`).
+    now: Arc<tokio::sync::Notify>,
 }
 
 /// Why a fetched body is not served.
@@ -65,6 +67,7 @@ impl Refresher {
         metrics: Arc<Metrics>,
         settings: &robotsgate_config::ProxySettings,
         http: &robotsgate_config::Http,
+        now: Arc<tokio::sync::Notify>,
     ) -> Refresher {
         Refresher {
             sites,
@@ -74,6 +77,7 @@ impl Refresher {
             max_staleness: settings.max_staleness,
             timeout: http.timeout,
             user_agent: http.user_agent.replace("monitor", "proxy"),
+            now,
         }
     }
 
@@ -297,6 +301,7 @@ impl BackgroundService for Refresher {
             tokio::select! {
                 _ = shutdown.changed() => return,
                 () = tokio::time::sleep(self.interval) => {}
+                () = self.now.notified() => tracing::info!("refresh requested"),
             }
         }
     }

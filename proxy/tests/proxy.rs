@@ -262,6 +262,59 @@ fn admin_endpoints() {
 }
 
 #[test]
+fn refresh_on_demand() {
+    let (dir, origin, _cfg, listen, admin) = setup("ondemand", "");
+    // A long interval, so only the admin request can bring the change in.
+    let cfg = dir.join("config.yaml");
+    let text = std::fs::read_to_string(&cfg).unwrap().replace("refresh: 1s", "refresh: 1h");
+    std::fs::write(&cfg, text).unwrap();
+    let g = start(&cfg, listen, admin);
+    served_from(&g, "origin");
+    origin.set("/robots.txt", Reply::ok("User-agent: *\nDisallow: /changed\n"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(get(&g, "/robots.txt", &[]).text().contains("/private"), "not refreshed yet");
+    let unauth = request(g.admin, "POST", "admin", "/refresh", &[]).unwrap();
+    assert_eq!(unauth.status, 401);
+    let r =
+        request(g.admin, "POST", "admin", "/refresh", &[("Authorization", "Bearer sekrit"), ("Content-Length", "0")])
+            .unwrap();
+    assert_eq!(r.status, 202);
+    assert!(eventually(10, || get(&g, "/robots.txt", &[]).text().contains("/changed")));
+}
+
+#[test]
+fn tls_listener_serves_robots() {
+    let (dir, _origin, cfg, listen, admin) = setup("tls", "");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=shop.test", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl");
+    assert!(made.success());
+    let tls_port = free_port();
+    let text = std::fs::read_to_string(&cfg).unwrap().replace(
+        "  admin:",
+        &format!("  tls_listen:\n    - {{ addr: \"127.0.0.1:{tls_port}\", cert: cert.pem, key: key.pem }}\n  admin:"),
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let g = start(&cfg, listen, admin);
+    served_from(&g, "origin");
+    let out = Command::new("curl")
+        .args(["-sk", "-i", "--resolve", &format!("shop.test:{tls_port}:127.0.0.1")])
+        .arg(format!("https://shop.test:{tls_port}/robots.txt"))
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("HTTP/1.1 200") || text.starts_with("HTTP/2 200"), "{text}");
+    assert!(text.contains("x-robots-source: origin") || text.contains("X-Robots-Source: origin"), "{text}");
+    assert!(text.contains("Disallow: /private"), "{text}");
+}
+
+#[test]
 fn sigterm_and_sigint_shut_down_gracefully() {
     for signal in ["-TERM", "-INT"] {
         let (_dir, _origin, cfg, listen, admin) = setup("signals", "");

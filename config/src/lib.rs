@@ -1,12 +1,15 @@
-//! The configuration both robotsgate daemons read: one YAML file, one
-//! schema, defined here once so the proxy and the monitor never disagree
-//! about what a key means. Every key is documented in `config.example.yaml`.
+//! What both robotsgate daemons share at start-up: the configuration (one
+//! YAML file, one schema, defined here once so the proxy and the monitor
+//! never disagree about what a key means; every key is documented in
+//! `config.example.yaml`) and the logging setup ([`telemetry`]).
 //!
 //! Loading is strict: unknown keys, wrong types and duplicate keys fail with
 //! the file, line and column at fault; values that parse but make no sense
 //! (a relative robots.txt URL, a zero interval) fail with the key's path.
 
 #![deny(missing_docs)]
+
+pub mod telemetry;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

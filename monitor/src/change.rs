@@ -143,8 +143,12 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     if !c.flips.is_empty() {
         events.push(format!("{} verdicts flipped.", c.flips.len()));
     }
-    if !c.broken.is_empty() {
-        events.push(format!("{} URLs break their expected verdict.", c.broken.len()));
+    if let Some((url, agent, expect)) = c.broken.first() {
+        let more = match c.broken.len() {
+            1 => String::new(),
+            n => format!(" (and {} more URL and crawler pairs)", n - 1),
+        };
+        events.push(format!("{url} is {} for {agent}, expected {}{more}.", opposite(*expect), expectation(*expect)));
     }
     if events.is_empty() {
         return None;
@@ -157,7 +161,7 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     } else if !c.flips.is_empty() {
         format!("{} verdicts flipped", c.flips.len())
     } else {
-        events[0].trim_end_matches('.').to_lowercase()
+        lower_first(events[0].trim_end_matches('.'))
     };
     let subject = format!("[robotsgate] {}: {headline}", c.site);
 
@@ -242,6 +246,20 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
 
 fn lint_errors(body: &[u8]) -> Vec<String> {
     rules::lint(body).into_iter().filter(|d| d.severity == Severity::Error).map(|d| d.to_string()).collect()
+}
+
+/// "Crawling is blocked" -> "crawling is blocked", leaving URLs and crawler
+/// names further on as they are.
+fn lower_first(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
+}
+
+fn opposite(e: Expectation) -> &'static str {
+    match e {
+        Expectation::Allow => "disallowed",
+        Expectation::Disallow => "allowed",
+    }
 }
 
 fn expectation(e: Expectation) -> &'static str {

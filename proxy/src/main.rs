@@ -58,13 +58,7 @@ impl ShutdownSignalWatch for GracefulSignals {
 
 fn main() {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("ROBOTSGATE_LOG").unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    robotsgate_config::telemetry::init();
     if let Err(e) = run(cli) {
         eprintln!("robots-proxy: {e:#}");
         std::process::exit(2);

@@ -40,8 +40,6 @@ pub struct Gateway {
     pub metrics: Arc<Metrics>,
     /// Status for unknown hosts.
     pub unknown_host_status: u16,
-    /// Max-age for served robots.txt.
-    pub max_age_secs: u64,
 }
 
 /// Facts about one request, written early and read late.
@@ -92,17 +90,18 @@ impl Gateway {
             .get(http::header::IF_NONE_MATCH)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.split(',').any(|t| t.trim() == served.etag));
-        let headers = [
-            ("Content-Type", "text/plain; charset=utf-8".to_string()),
-            ("ETag", served.etag.clone()),
-            ("Cache-Control", format!("public, max-age={}", self.max_age_secs)),
-            ("X-Robots-Source", served.source.as_str().to_string()),
-        ];
-        self.metrics.robots_served.with_label_values(&[&site.name, served.source.as_str()]).inc();
+        served.served.inc();
         if not_modified {
-            Self::respond(session, 304, &headers, Bytes::new(), true).await?;
+            let mut head = served.head.clone();
+            head.set_status(304)?;
+            head.remove_header("Content-Length");
+            head.insert_header("Content-Length", "0")?;
+            session.write_response_header(Box::new(head), true).await?;
         } else {
-            Self::respond(session, 200, &headers, served.body.clone(), head_only).await?;
+            session.write_response_header_ref(&served.head, head_only).await?;
+            if !head_only {
+                session.write_response_body(Some(served.body.clone()), true).await?;
+            }
         }
         Ok(true)
     }

@@ -117,7 +117,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         crawlers: Crawlers::new(&settings.crawlers),
         metrics: Arc::clone(&metrics),
         unknown_host_status: settings.unknown_host_status,
-        max_age_secs: settings.refresh.as_secs(),
     };
     let mut proxy_service = pingora::proxy::http_proxy_service(&server.configuration, gateway);
     for addr in &settings.listen {

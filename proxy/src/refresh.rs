@@ -81,13 +81,21 @@ impl Refresher {
         }
     }
 
+    /// A servable copy of `body` for `site`.
+    fn served(&self, site: &str, body: Bytes, source: Origin, good_at: SystemTime) -> Served {
+        let counter = self.metrics.robots_served.with_label_values(&[site, source.as_str()]);
+        Served::new(body, source, good_at, self.interval, counter)
+    }
+
     /// Loads the disk copies, so a restart during an outage serves them
     /// before the first fetch even ends.
     pub fn restore(&self) {
         for site in &self.sites {
             if let Some(text) = static_text(&site.proxy) {
-                self.store
-                    .set(&site.name, State::Serve(Arc::new(Served::new(text, Origin::Static, SystemTime::now()))));
+                self.store.set(
+                    &site.name,
+                    State::Serve(Arc::new(self.served(&site.name, text, Origin::Static, SystemTime::now()))),
+                );
                 continue;
             }
             if let Some((body, good_at)) = self.store.restore(&site.name) {
@@ -114,8 +122,10 @@ impl Refresher {
             let current = self.store.state(&site.name);
             let same = matches!(&*current, State::Serve(s) if s.body == text);
             if !same {
-                self.store
-                    .set(&site.name, State::Serve(Arc::new(Served::new(text, Origin::Static, SystemTime::now()))));
+                self.store.set(
+                    &site.name,
+                    State::Serve(Arc::new(self.served(&site.name, text, Origin::Static, SystemTime::now()))),
+                );
             }
             return;
         }
@@ -180,7 +190,7 @@ impl Refresher {
         match &*current {
             State::Serve(served) if served.age() <= self.max_staleness => {
                 if served.source != Origin::LastGood {
-                    let kept = Served::new(served.body.clone(), Origin::LastGood, served.good_at);
+                    let kept = self.served(&site.name, served.body.clone(), Origin::LastGood, served.good_at);
                     self.store.set(&site.name, State::Serve(Arc::new(kept)));
                 }
                 tracing::warn!(site = %site.name, reason = why, age_secs = served.age().as_secs(), "origin robots.txt unusable; serving last-known-good");
@@ -201,15 +211,18 @@ impl Refresher {
     fn serve_good(&self, site: &SiteRobots, body: Bytes, good_at: SystemTime, source: Origin) -> Served {
         match &site.proxy.managed_groups {
             Some(groups) => match merge_managed(&body, groups) {
-                Some(merged) => {
-                    Served::new(merged, if source == Origin::LastGood { source } else { Origin::Managed }, good_at)
-                }
+                Some(merged) => self.served(
+                    &site.name,
+                    merged,
+                    if source == Origin::LastGood { source } else { Origin::Managed },
+                    good_at,
+                ),
                 None => {
                     tracing::error!(site = %site.name, "managed groups would push robots.txt past 500 KiB; serving the origin's file alone");
-                    Served::new(body, source, good_at)
+                    self.served(&site.name, body, source, good_at)
                 }
             },
-            None => Served::new(body, source, good_at),
+            None => self.served(&site.name, body, source, good_at),
         }
     }
 

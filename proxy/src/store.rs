@@ -10,6 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use prometheus::IntCounter;
 use rules::Robots;
 
 /// Where the served robots.txt came from; sent as `X-Robots-Source`.
@@ -50,6 +52,10 @@ pub struct Served {
     pub source: Origin,
     /// When the origin last gave a good answer (the copy's age).
     pub good_at: SystemTime,
+    /// The 200 response header, built once: every request clones it.
+    pub head: ResponseHeader,
+    /// The `robots_served` counter of this site and source, looked up once.
+    pub served: IntCounter,
 }
 
 /// The state of one site's robots.txt.
@@ -94,15 +100,38 @@ pub fn etag_of(body: &[u8]) -> String {
 }
 
 impl Served {
-    /// Compiles `body` for serving.
-    pub fn new(body: Bytes, source: Origin, good_at: SystemTime) -> Served {
-        Served { etag: etag_of(&body), robots: Robots::parse(&body), body, source, good_at }
+    /// Compiles `body` for serving and prepares its response header.
+    /// `counter` is the `robots_served` counter for this site and source.
+    pub fn new(body: Bytes, source: Origin, good_at: SystemTime, max_age: Duration, counter: IntCounter) -> Served {
+        let etag = etag_of(&body);
+        let head = response_head(200, &etag, source, max_age, body.len());
+        Served { robots: Robots::parse(&body), etag, body, source, good_at, head, served: counter }
     }
 
     /// How old the good copy is.
     pub fn age(&self) -> Duration {
         SystemTime::now().duration_since(self.good_at).unwrap_or_default()
     }
+}
+
+/// The header `/robots.txt` is served with.
+pub fn response_head(status: u16, etag: &str, source: Origin, max_age: Duration, len: usize) -> ResponseHeader {
+    // From `http` parts, which cannot fail, rather than `build`, which can.
+    let (mut parts, ()) = http::Response::new(()).into_parts();
+    parts.status = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    let mut head = ResponseHeader::from(parts);
+    let headers = [
+        ("Content-Type", "text/plain; charset=utf-8".to_string()),
+        ("Content-Length", len.to_string()),
+        ("ETag", etag.to_string()),
+        ("Cache-Control", format!("public, max-age={}", max_age.as_secs())),
+        ("X-Robots-Source", source.as_str().to_string()),
+    ];
+    for (name, value) in headers {
+        // Static names and plain ASCII values: insertion cannot fail.
+        let _ = head.insert_header(name, value);
+    }
+    head
 }
 
 impl RobotsStore {

@@ -116,6 +116,10 @@ pub struct ProxySettings {
     /// How long in-flight requests get to finish on SIGTERM.
     #[serde(default = "default_grace", with = "humantime_serde_compat")]
     pub grace_period: Duration,
+    /// A PEM bundle of CA certificates trusted for TLS origins
+    /// (`origin_tls: true`), instead of the system's roots.
+    #[serde(default)]
+    pub origin_ca_file: Option<PathBuf>,
     /// Worker threads of the proxy service (Pingora's default is 1).
     #[serde(default = "default_threads")]
     pub threads: usize,
@@ -359,6 +363,9 @@ impl Config {
         }
         if let Some(p) = &mut config.proxy {
             anchor(&mut p.state_dir);
+            if let Some(ca) = &mut p.origin_ca_file {
+                anchor(ca);
+            }
             for l in &mut p.tls_listen {
                 anchor(&mut l.cert);
                 anchor(&mut l.key);

@@ -106,6 +106,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         grace_period_seconds: Some(settings.grace_period.as_secs()),
         graceful_shutdown_timeout_seconds: Some(settings.grace_period.as_secs().max(1)),
         threads: settings.threads.max(1),
+        ca_file: settings.origin_ca_file.as_ref().map(|p| p.display().to_string()),
         ..ServerConf::default()
     };
     let mut server = Server::new_with_opt_and_conf(None, conf);

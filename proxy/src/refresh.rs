@@ -46,6 +46,8 @@ pub struct Refresher {
     user_agent: String,
     /// Wakes the refresher before its interval ends (`POST /refresh`).
     now: Arc<tokio::sync::Notify>,
+    /// CA certificates trusted for TLS origins, if not the system's.
+    origin_ca: Option<reqwest::Certificate>,
 }
 
 /// Why a fetched body is not served.
@@ -78,6 +80,14 @@ impl Refresher {
             timeout: http.timeout,
             user_agent: http.user_agent.replace("monitor", "proxy"),
             now,
+            origin_ca: settings.origin_ca_file.as_ref().and_then(|path| {
+                let pem = std::fs::read(path)
+                    .map_err(|e| tracing::error!(file = %path.display(), "cannot read origin_ca_file: {e}"))
+                    .ok()?;
+                reqwest::Certificate::from_pem(&pem)
+                    .map_err(|e| tracing::error!(file = %path.display(), "origin_ca_file is not PEM: {e}"))
+                    .ok()
+            }),
         }
     }
 
@@ -238,7 +248,11 @@ impl Refresher {
             Some(a) => a,
             None => SocketAddr::from(([127, 0, 0, 1], port)),
         };
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        if let Some(ca) = &self.origin_ca {
+            builder = builder.tls_certs_only([ca.clone()]);
+        }
+        let client = builder
             .redirect(reqwest::redirect::Policy::none())
             .timeout(self.timeout)
             .connect_timeout(self.timeout.min(Duration::from_secs(10)))

@@ -314,6 +314,96 @@ fn tls_listener_serves_robots() {
     assert!(text.contains("Disallow: /private"), "{text}");
 }
 
+/// Runs `openssl` with `args` in `dir`, quietly, and insists it worked.
+fn openssl(dir: &Path, args: &[&str]) {
+    let ok = Command::new("openssl").args(args).current_dir(dir).stderr(Stdio::null()).status().expect("openssl");
+    assert!(ok.success(), "openssl {args:?}");
+}
+
+#[test]
+fn tls_origin_with_sni_and_private_ca() {
+    let dir = temp_dir("tls-origin");
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(www.join("robots.txt"), "User-agent: *\nDisallow: /tls-private\n").unwrap();
+    std::fs::write(www.join("page"), "tls page").unwrap();
+    openssl(
+        &dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=test-ca",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ],
+    );
+    openssl(
+        &dir,
+        &["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=shop.test", "-keyout", "srv.key", "-out", "srv.csr"],
+    );
+    std::fs::write(dir.join("ext.cnf"), "subjectAltName=DNS:shop.test\n").unwrap();
+    openssl(
+        &dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            "ext.cnf",
+            "-out",
+            "srv.pem",
+        ],
+    );
+    // A real TLS origin: openssl's test server, serving files from www/.
+    let origin_port = free_port();
+    let _origin = Proc(
+        Command::new("openssl")
+            .args([
+                "s_server",
+                "-quiet",
+                "-WWW",
+                "-accept",
+                &origin_port.to_string(),
+                "-cert",
+                "../srv.pem",
+                "-key",
+                "../srv.key",
+            ])
+            .current_dir(&www)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("openssl s_server"),
+    );
+    assert!(wait_listening(format!("127.0.0.1:{origin_port}").parse().unwrap(), 10));
+    let (listen, admin) = (free_port(), free_port());
+    let yaml = format!(
+        "http:\n  timeout: 2s\nproxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  state_dir: state\n  refresh: 1s\n  origin_ca_file: ca.pem\nsites:\n  - name: shop\n    proxy:\n      hosts: [shop.test]\n      origin: 127.0.0.1:{origin_port}\n      origin_tls: true\n      sni: shop.test\n"
+    );
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, yaml).unwrap();
+    let g = start(&cfg, listen, admin);
+    let r = served_from(&g, "origin");
+    assert!(r.text().contains("/tls-private"), "{}", r.text());
+    assert_eq!(get(&g, "/page", &[]).text(), "tls page", "proxied over TLS with SNI shop.test");
+}
+
 #[test]
 fn sigterm_and_sigint_shut_down_gracefully() {
     for signal in ["-TERM", "-INT"] {

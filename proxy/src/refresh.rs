@@ -51,11 +51,11 @@ pub struct Refresher {
 }
 
 /// Why a fetched body is not served.
-fn unusable(outcome: &rules::FetchOutcome) -> Option<&'static str> {
+fn unusable(outcome: &rules::FetchOutcome, findings: &[rules::Diagnostic]) -> Option<&'static str> {
     if outcome.truncated || outcome.body.len() > rules::parse::MAX_FILE_BYTES {
         return Some("oversize");
     }
-    if rules::lint(&outcome.body).iter().any(|d| d.code == Code::Html) {
+    if findings.iter().any(|d| d.code == Code::Html) {
         return Some("html");
     }
     None
@@ -148,11 +148,13 @@ impl Refresher {
             last_fetch: now.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_secs()),
             lint: self.store.health(&site.name).lint,
         };
-        let label = match Policy::from_fetch(outcome) {
-            Policy::Rules(_) => match unusable(outcome) {
+        let policy = Policy::from_fetch(outcome);
+        // Linted once: the findings both reject HTML pages and fill /status.
+        let findings = if matches!(policy, Policy::Rules(_)) { rules::lint(&outcome.body) } else { Vec::new() };
+        let label = match policy {
+            Policy::Rules(_) => match unusable(outcome, &findings) {
                 None => {
                     let body = Bytes::from(outcome.body.clone());
-                    let findings = rules::lint(&body);
                     health.lint = (
                         findings.iter().filter(|d| d.severity == Severity::Error).count(),
                         findings.iter().filter(|d| d.severity == Severity::Warning).count(),

@@ -94,8 +94,9 @@ impl fmt::Display for Verdict<'_> {
         }
         match (&self.rule, &self.group) {
             (Some(rule), _) => write!(f, " by {rule}"),
-            (None, Some(_)) => f.write_str(" (no rule matched)"),
-            (None, None) => f.write_str(" (no group applies)"),
+            (None, Some(g)) if g.global => f.write_str(" (no rule matched in the * group)"),
+            (None, Some(_)) => f.write_str(" (no rule matched in the crawler's group)"),
+            (None, None) => f.write_str(" (no group applies to this crawler)"),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use rules::{Robots, Verdict};
+use rules::Robots;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -37,18 +37,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 fn single(robots: &Robots, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     let v = robots.check(agent, url);
     println!("{}: {agent} {url}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
-    println!("{}", reason(&v));
+    println!("{v}");
     Ok(if v.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
-}
-
-/// One line saying why, shared by every command that prints a verdict.
-pub fn reason(v: &Verdict<'_>) -> String {
-    match (&v.rule, &v.group) {
-        (Some(rule), _) => format!("decided by {rule}"),
-        (None, Some(g)) if g.global => "no rule matched in the * group".to_string(),
-        (None, Some(_)) => "no rule matched in the crawler's group".to_string(),
-        (None, None) => "no group applies to this crawler".to_string(),
-    }
 }
 
 fn table(robots: &Robots, agents: &[String], urls: &PathBuf) -> anyhow::Result<ExitCode> {

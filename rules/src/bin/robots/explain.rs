@@ -35,6 +35,6 @@ pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     }
     let v = prepared.check_path(&target);
     println!("verdict:  {}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
-    println!("because:  {}", super::check::reason(&v));
+    println!("because:  {v}");
     Ok(if v.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

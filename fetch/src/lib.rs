@@ -142,6 +142,13 @@ fn classify(e: &reqwest::Error) -> TransportError {
     }
 }
 
+/// An observation for a fetch that could not even be attempted (no client,
+/// no source): a transport failure, which policies treat as the origin
+/// being unreachable, never as "no file".
+pub fn unreachable(error: TransportError) -> Observation {
+    failed(error, Vec::new(), Instant::now())
+}
+
 fn failed(error: TransportError, hops: Vec<String>, started: Instant) -> Observation {
     done(FetchOutcome::transport(error).with_redirects(hops), started, false, None, None)
 }

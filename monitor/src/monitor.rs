@@ -117,7 +117,9 @@ impl Monitor {
         match site.source() {
             Source::Url(url) => source::fetch_remote(&self.client, &url, validators).await,
             Source::File(path) => source::read_local(&path).await,
-            Source::None => source::read_local(Path::new("")).await,
+            // Such sites are dropped in `build`; should one get here, say
+            // so as a failure rather than invent an answer.
+            Source::None => source::unreachable(rules::TransportError::Other),
         }
     }
 

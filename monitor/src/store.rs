@@ -559,19 +559,6 @@ impl Store {
         rows.iter().map(|r| r.try_get("name")).collect::<Result<_, _>>().map_err(q("finding due sites"))
     }
 
-    /// Counts rows of a table, for tests and `history` summaries.
-    pub async fn count(&self, table: &'static str) -> Result<i64, StoreError> {
-        let sql = match table {
-            "revisions" => "SELECT COUNT(*) AS n FROM revisions",
-            "fetches" => "SELECT COUNT(*) AS n FROM fetches",
-            "states" => "SELECT COUNT(*) AS n FROM states",
-            "alerts" => "SELECT COUNT(*) AS n FROM alerts",
-            _ => "SELECT COUNT(*) AS n FROM verdicts",
-        };
-        let row = sqlx::query(sql).fetch_one(&self.pool).await.map_err(q("counting rows"))?;
-        row.try_get("n").map_err(q("counting rows"))
-    }
-
     /// Deletes fetch rows older than `before` (Unix ms).
     pub async fn prune_fetches(&self, before: i64) -> Result<u64, StoreError> {
         let done = sqlx::query("DELETE FROM fetches WHERE at < $1")

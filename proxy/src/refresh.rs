@@ -263,7 +263,12 @@ impl Refresher {
             .build();
         match client {
             Ok(client) => robotsgate_fetch::fetch_remote(&client, &url, &Validators::default()).await,
-            Err(_) => robotsgate_fetch::read_local(std::path::Path::new("")).await,
+            Err(e) => {
+                // A client that cannot be built (a bad `origin_ca_file`, say) is
+                // our failure, not the origin's answer: keep the last good copy.
+                tracing::error!(site = %site.name, "cannot build the HTTP client: {e}");
+                robotsgate_fetch::unreachable(rules::TransportError::Tls)
+            }
         }
     }
 }

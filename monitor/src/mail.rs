@@ -53,6 +53,14 @@ fn mailbox(key: &'static str, value: &str) -> Result<Mailbox, MailError> {
     })
 }
 
+/// Longest wait on any one SMTP read or write.
+const SOCKET_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest one send may take, start to finish. The claim on an alert
+/// outlives this (see `Monitor`'s `ALERT_LEASE`), so a send that is cut
+/// off is retried only after it has surely stopped.
+pub const SEND_LIMIT: Duration = Duration::from_secs(25);
+
 impl Mailer {
     /// Builds the transport. Credentials, if any, come from
     /// `ROBOTSGATE_SMTP_USER` and `ROBOTSGATE_SMTP_PASSWORD`.
@@ -66,7 +74,7 @@ impl Mailer {
             Security::Starttls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&email.host).map_err(setup)?,
             Security::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&email.host).map_err(setup)?,
         };
-        let mut builder = builder.port(email.port).timeout(Some(Duration::from_secs(20)));
+        let mut builder = builder.port(email.port).timeout(Some(SOCKET_TIMEOUT));
         if let (Ok(user), Ok(password)) =
             (std::env::var("ROBOTSGATE_SMTP_USER"), std::env::var("ROBOTSGATE_SMTP_PASSWORD"))
         {
@@ -85,6 +93,9 @@ impl Mailer {
         let message = builder
             .multipart(MultiPart::alternative_plain_html(alert.body_text.clone(), alert.body_html.clone()))
             .map_err(|e| MailError::Send(e.to_string()))?;
-        self.transport.send(message).await.map(|_| ()).map_err(|e| MailError::Send(e.to_string()))
+        match tokio::time::timeout(SEND_LIMIT, self.transport.send(message)).await {
+            Ok(sent) => sent.map(|_| ()).map_err(|e| MailError::Send(e.to_string())),
+            Err(_) => Err(MailError::Send(format!("no answer within {} s", SEND_LIMIT.as_secs()))),
+        }
     }
 }

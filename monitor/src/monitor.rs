@@ -21,9 +21,14 @@ use crate::mail::Mailer;
 use crate::source::{self, Observation, Validators};
 use crate::store::{NewState, PollRecord, Store, StoreError, body_hash};
 
-/// How long a lease on a site or an alert lasts; a crashed monitor's
-/// leases lapse after this.
-const LEASE: Duration = Duration::from_secs(120);
+/// How long a lease on a site outlives the fetch timeout. A poll is one
+/// bounded fetch and a few writes, so a monitor killed mid-poll holds the
+/// site back for about this long, and a live one never loses its lease.
+const LEASE_MARGIN: Duration = Duration::from_secs(30);
+/// How long a claim on an alert lasts. A monitor killed mid-send leaves
+/// its claim behind, so this is kept short: just past the longest a send
+/// may take, after which no other monitor can still be sending it.
+const ALERT_LEASE: Duration = Duration::from_secs(crate::mail::SEND_LIMIT.as_secs() + 5);
 /// Most polls running at once.
 const CONCURRENT_POLLS: usize = 64;
 
@@ -127,7 +132,7 @@ impl Monitor {
     /// it; `Ok(None)` when it was not ours to poll.
     #[tracing::instrument(skip_all, fields(site = %site.name))]
     pub async fn poll_once(&self, site: &Site, force: bool) -> Result<Option<PollOutcome>, StoreError> {
-        let lease = LEASE.as_millis() as i64;
+        let lease = (self.config.http.timeout + LEASE_MARGIN).as_millis() as i64;
         if !self.store.claim(&site.name, &self.owner, now_ms(), lease, force).await? {
             return Ok(None);
         }
@@ -262,7 +267,7 @@ impl Monitor {
     pub async fn deliver_once(&self) -> Result<usize, StoreError> {
         let Some(mailer) = &self.mailer else { return Ok(0) };
         let mut sent = 0;
-        while let Some(alert) = self.store.claim_alert(now_ms(), LEASE.as_millis() as i64).await? {
+        while let Some(alert) = self.store.claim_alert(now_ms(), ALERT_LEASE.as_millis() as i64).await? {
             match mailer.send(&alert).await {
                 Ok(()) => {
                     self.store.alert_sent(alert.id, now_ms()).await?;

@@ -2,9 +2,13 @@
 # Load benchmark for robots-proxy with wrk, on loopback, against nginx in
 # the same run:
 #   1. /robots.txt from the proxy's store vs nginx serving the same static file;
-#   2. a proxied page (proxy -> nginx origin) vs nginx directly, p50 and p99.
+#   2. a proxied page (proxy -> nginx origin) vs nginx directly, p50 and p99,
+#      with nginx itself as a reverse proxy (upstream keep-alive) as the peer:
+#      what any proxy hop costs on this machine.
 # Installs nginx and wrk from Debian if missing.
 #   scripts/bench-proxy.sh [SECONDS=15] [CONNECTIONS=64]
+# PROXY_THREADS sets the proxy's worker threads (default 1); PROXY_BIN runs
+# another build of robots-proxy (for A/B comparisons) instead of building.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-15}
@@ -13,7 +17,8 @@ source scripts/setup.sh
 for p in nginx-light wrk; do
   dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
 done
-cargo build --release --locked -p proxy --bin robots-proxy
+bin=${PROXY_BIN:-target/release/robots-proxy}
+[ -n "${PROXY_BIN:-}" ] || cargo build --release --locked -p proxy --bin robots-proxy
 
 work=$(mktemp -d /tmp/robots-proxy-bench.XXXXXX)
 mkdir -p "$work/www"
@@ -32,7 +37,30 @@ http {
   server { listen 127.0.0.1:18601; root $work/www; }
 }
 CONF
+# The peer proxy is a separate nginx, as robots-proxy is a separate process:
+# one nginx worker proxying to itself would skip the wake-ups a real hop costs.
+cat > "$work/nginx-proxy.conf" <<CONF
+worker_processes 1;
+pid $work/nginx-proxy.pid;
+error_log $work/nginx-proxy-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  upstream origin { server 127.0.0.1:18601; keepalive 64; }
+  server {
+    listen 127.0.0.1:18603;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host \$host;
+    }
+  }
+}
+CONF
 nginx -c "$work/nginx.conf"
+nginx -c "$work/nginx-proxy.conf"
 cat > "$work/config.yaml" <<CONF
 proxy:
   listen: ["127.0.0.1:18600"]
@@ -46,9 +74,9 @@ sites:
       hosts: [shop.test]
       origin: 127.0.0.1:18601
 CONF
-ROBOTSGATE_LOG=warn target/release/robots-proxy --config "$work/config.yaml" > /dev/null &
+ROBOTSGATE_LOG=warn "$bin" --config "$work/config.yaml" > /dev/null &
 proxy=$!
-trap 'kill $proxy 2>/dev/null || true; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true' EXIT
+trap 'kill $proxy 2>/dev/null || true; for c in nginx nginx-proxy; do nginx -c "$work/$c.conf" -s stop 2>/dev/null || true; done' EXIT
 # Wait until robots.txt comes from the store, not passed through.
 for _ in $(seq 1 100); do
   curl -si -H 'Host: shop.test' http://127.0.0.1:18600/robots.txt 2>/dev/null | grep -qi '^x-robots-source: origin' && break
@@ -64,4 +92,5 @@ run "robots-proxy: /robots.txt (from the store)" http://127.0.0.1:18600/robots.t
 for c in 1 "$conns"; do
   run "nginx: /page.html directly" http://127.0.0.1:18601/page.html "$c"
   run "robots-proxy: /page.html proxied to nginx" http://127.0.0.1:18600/page.html "$c"
+  run "nginx as reverse proxy: /page.html proxied to nginx" http://127.0.0.1:18603/page.html "$c"
 done

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use async_trait::async_trait;
 use clap::Parser;
+use pingora::listeners::{L4BufferSettings, ListenerConfig};
 use pingora::server::configuration::ServerConf;
 use pingora::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
 use pingora::services::background::background_service;
@@ -21,6 +22,15 @@ use proxy::metrics::Metrics;
 use proxy::refresh::{Refresher, SiteRobots};
 use proxy::store::RobotsStore;
 use robotsgate_config::Config;
+
+/// Bytes buffered per client connection before a write goes out. Pingora's
+/// default is one MSS (1,460), so a response whose header and body pass that
+/// leaves in two writes, and on loopback each write costs a wake-up of the
+/// reader. 16 KiB sends typical pages, JSON and redirects in one write.
+/// Pingora buffers only bodies of known length (chunked and close-delimited
+/// ones are flushed chunk by chunk, see `streamed_bodies_are_not_held_back`),
+/// and a body larger than the buffer is written straight through.
+const CLIENT_WRITE_BUFFER: usize = 16 * 1024;
 
 /// The robotsgate gateway.
 #[derive(Parser, Debug)]
@@ -121,7 +131,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     };
     let mut proxy_service = pingora::proxy::http_proxy_service(&server.configuration, gateway);
     for addr in &settings.listen {
-        proxy_service.add_tcp(addr);
+        proxy_service.add_listener(
+            ListenerConfig::tcp(addr.as_str()).l4_buffer(L4BufferSettings::default().write(CLIENT_WRITE_BUFFER)),
+        );
     }
     for tls in &settings.tls_listen {
         let (cert, key) = (tls.cert.display().to_string(), tls.key.display().to_string());

@@ -115,6 +115,36 @@ fn serves_robots_from_store_and_passes_everything_else() {
     assert_eq!(r.status, 421, "unknown hosts get the configured answer");
 }
 
+/// The client connection buffers writes (see `CLIENT_WRITE_BUFFER`); a
+/// streamed body must still reach the client as the origin sends it.
+#[test]
+fn streamed_bodies_are_not_held_back() {
+    use std::io::{Read, Write};
+    let (_dir, origin, cfg, listen, admin) = setup("stream", "");
+    let g = start(&cfg, listen, admin);
+    origin.set(
+        "/events",
+        Reply::Stream { chunks: vec![b"first-event".to_vec(), b"last-event".to_vec()], pause: Duration::from_secs(3) },
+    );
+    let mut conn = std::net::TcpStream::connect(g.addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    conn.write_all(b"GET /events HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n").unwrap();
+    let sent = std::time::Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("first-event") && sent.elapsed() < Duration::from_secs(10) {
+        match conn.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    let waited = sent.elapsed();
+    assert!(String::from_utf8_lossy(&got).contains("first-event"), "first chunk never arrived");
+    assert!(waited < Duration::from_secs(2), "first chunk held back for {waited:?}");
+    assert!(!String::from_utf8_lossy(&got).contains("last-event"));
+}
+
 #[test]
 fn last_good_copy_survives_every_kind_of_origin_failure() {
     let (_dir, origin, cfg, listen, admin) = setup("fallback", "");

@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 pub enum Reply {
     /// A normal response.
     Send { status: u16, headers: Vec<(String, String)>, body: Vec<u8>, delay: Duration },
+    /// A 200 in chunked encoding: each chunk is sent and flushed, then the
+    /// origin pauses before the next, as a streaming application does.
+    Stream { chunks: Vec<Vec<u8>>, pause: Duration },
     /// Accept, read the request, never answer.
     Hang,
     /// Accept, read the request, close without a response.
@@ -95,6 +98,19 @@ fn serve(stream: TcpStream, routes: &Mutex<HashMap<String, Reply>>, hits: &Atomi
         Reply::Hang => std::thread::sleep(Duration::from_secs(120)),
         Reply::Reset => {
             let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+        Reply::Stream { chunks, pause } => {
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+            for (i, chunk) in chunks.iter().enumerate() {
+                if i > 0 {
+                    std::thread::sleep(pause);
+                }
+                let _ = stream.write_all(format!("{:x}\r\n", chunk.len()).as_bytes());
+                let _ = stream.write_all(chunk);
+                let _ = stream.write_all(b"\r\n");
+                let _ = stream.flush();
+            }
+            let _ = stream.write_all(b"0\r\n\r\n");
         }
         Reply::Send { status, headers, body, delay } => {
             std::thread::sleep(delay);

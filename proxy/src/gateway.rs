@@ -137,7 +137,7 @@ impl ProxyHttp for Gateway {
         let state = self.store.state(&site.name);
         let (allowed, line) = match &*state {
             State::Serve(served) => {
-                let v = served.robots.check(crawler, target);
+                let v = served.robots.crawler(crawler).check(target);
                 (v.allowed, v.rule.map(|r| r.line))
             }
             // No file (4xx) or no good copy yet: nothing restricts crawling.

@@ -245,6 +245,14 @@ fn crawlers_are_recognised_and_enforced_only_when_asked() {
     assert_eq!(get(&g, "/nogoogle/x", &[("User-Agent", GOOGLEBOT)]).status, 403);
     assert_eq!(get(&g, "/nogoogle/y", &[("User-Agent", GOOGLEBOT)]).status, 403);
     assert_eq!(get(&g, "/page", &[("User-Agent", GOOGLEBOT)]).status, 200);
+    // Googlebot-Image has no group here, so it obeys Googlebot's, not `*`;
+    // AdsBot ignores `*` altogether.
+    assert_eq!(get(&g, "/nogoogle/i", &[("User-Agent", "Googlebot-Image/1.0")]).status, 403);
+    assert_eq!(get(&g, "/private/doc", &[("User-Agent", "Googlebot-Image/1.0")]).status, 200);
+    assert_eq!(
+        get(&g, "/private/doc", &[("User-Agent", "AdsBot-Google (+http://www.google.com/adsbot.html)")]).status,
+        200
+    );
     assert_eq!(get(&g, "/private/doc", &[("User-Agent", "examplebot/1.0")]).status, 403, "configured tokens count");
     assert_eq!(
         get(&g, "/private/doc", &[("User-Agent", BROWSER)]).text(),

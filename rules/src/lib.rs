@@ -57,6 +57,7 @@
 mod bytes;
 pub mod cache;
 mod compile;
+pub mod crawlers;
 pub mod fetch;
 pub mod flip;
 pub mod lint;

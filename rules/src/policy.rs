@@ -109,11 +109,13 @@ impl Policy {
         }
     }
 
-    /// The verdict for `agent` fetching `url`; when no rules are involved,
+    /// The verdict for the crawler `agent` (a product token) fetching
+    /// `url`, with the group chosen as that crawler chooses it (see
+    /// [`crate::Robots::crawler`]); when no rules are involved,
     /// [`Verdict::reason`] says why.
     pub fn verdict(&self, agent: &str, url: &str) -> Verdict<'_> {
         match self {
-            Policy::Rules(robots) => robots.check(agent, url),
+            Policy::Rules(robots) => robots.crawler(agent).check(url),
             Policy::AllowAll(r) => Verdict { allowed: true, group: None, rule: None, reason: Some(*r) },
             Policy::DisallowAll(r) => Verdict { allowed: false, group: None, rule: None, reason: Some(*r) },
         }

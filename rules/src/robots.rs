@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::compile::{Compiled, Extra, compile};
+use crate::crawlers::Choice;
 use crate::parse::{KeyKind, is_token_byte};
 use crate::ruleset::{Rule, RuleSet};
 use crate::target::path_of;
@@ -90,17 +91,42 @@ impl Robots {
 
     /// [`Robots::agent`] for raw bytes.
     pub fn agent_bytes(&self, agent: &[u8]) -> Agent<'_> {
-        let specific = if agent.iter().all(|b| is_token_byte(*b)) {
-            self.inner
-                .agents
-                .binary_search_by(|(token, _)| cmp_lowercase(token, agent))
-                .ok()
-                .map(|i| self.inner.agents[i].1)
-        } else {
-            // A file's tokens hold only token bytes, so nothing can match.
-            None
+        Agent { robots: self, set: self.named_set(agent).or(self.inner.global) }
+    }
+
+    /// The group Google's crawler with product token `token` obeys, which
+    /// for a few of Google's crawlers is not the library's choice (see
+    /// [`crate::crawlers`]): Googlebot-Image falls back to Googlebot's
+    /// group before `*`, and AdsBot-Google ignores `*`.
+    ///
+    /// ```
+    /// use rules::Robots;
+    /// let robots = Robots::parse(b"User-agent: *\nDisallow: /\n\nUser-agent: Googlebot\nDisallow: /g\n");
+    /// assert!(robots.crawler("Googlebot-Image").is_allowed("/a"));
+    /// assert!(robots.crawler("AdsBot-Google").is_allowed("/g"));
+    /// assert!(!robots.crawler("bingbot").is_allowed("/a"));
+    /// ```
+    pub fn crawler(&self, token: &str) -> Agent<'_> {
+        let own = self.named_set(token.as_bytes());
+        let set = match crate::crawlers::choice(token) {
+            Choice::Plain => own.or(self.inner.global),
+            Choice::FallsBackTo(parent) => own.or_else(|| self.named_set(parent.as_bytes())).or(self.inner.global),
+            Choice::NamedOnly => own,
         };
-        Agent { robots: self, set: specific.or(self.inner.global) }
+        Agent { robots: self, set }
+    }
+
+    /// The rule set of the groups that name `agent`, not falling back to `*`.
+    fn named_set(&self, agent: &[u8]) -> Option<u32> {
+        if !agent.iter().all(|b| is_token_byte(*b)) {
+            // A file's tokens hold only token bytes, so nothing can match.
+            return None;
+        }
+        self.inner
+            .agents
+            .binary_search_by(|(token, _)| cmp_lowercase(token, agent))
+            .ok()
+            .map(|i| self.inner.agents[i].1)
     }
 
     /// `Sitemap:` lines, with their line numbers, in file order.

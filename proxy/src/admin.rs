@@ -60,6 +60,7 @@ impl Admin {
                     "last_origin_error": health.last_error,
                     "last_fetch": health.last_fetch,
                     "lint": { "errors": health.lint.0, "warnings": health.lint.1 },
+                    "managed_groups_contested_by_origin": health.contested,
                 })
             })
             .collect();

@@ -146,7 +146,7 @@ impl Refresher {
             last_status: outcome.status,
             last_error: outcome.error.map(|e| e.to_string()),
             last_fetch: now.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_secs()),
-            lint: self.store.health(&site.name).lint,
+            ..Health::clone(&self.store.health(&site.name))
         };
         let policy = Policy::from_fetch(outcome);
         // Linted once: the findings both reject HTML pages and fill /status.
@@ -159,6 +159,12 @@ impl Refresher {
                         findings.iter().filter(|d| d.severity == Severity::Error).count(),
                         findings.iter().filter(|d| d.severity == Severity::Warning).count(),
                     );
+                    if let Some(groups) = &site.proxy.managed_groups {
+                        health.contested = contested_agents(&outcome.body, groups);
+                        if !health.contested.is_empty() {
+                            tracing::warn!(site = %site.name, agents = ?health.contested, "the origin's robots.txt names agents the managed groups name too; Google merges them, so the origin's rules can outweigh the managed ones");
+                        }
+                    }
                     let served = self.serve_good(site, body, now, Origin::Origin);
                     if let Err(e) = self.store.persist(&site.name, &outcome.body, now) {
                         tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
@@ -292,6 +298,40 @@ pub fn merge_managed(origin: &[u8], groups: &str) -> Option<Bytes> {
     (out.len() <= rules::parse::MAX_FILE_BYTES).then(|| Bytes::from(out))
 }
 
+/// The agents (lower-cased product tokens, or `*`) that both the managed
+/// groups and the origin's file name. Google merges every group naming one
+/// agent, so for these the origin's rules join the managed ones, and an
+/// origin `Allow` as long as a managed `Disallow` wins over it: the managed
+/// rule can silently stop working.
+pub fn contested_agents(origin: &[u8], groups: &str) -> Vec<String> {
+    let ours = agents_named(groups.as_bytes());
+    let theirs = agents_named(origin);
+    ours.into_iter().filter(|a| theirs.contains(a)).collect()
+}
+
+fn agents_named(body: &[u8]) -> Vec<String> {
+    #[derive(Default)]
+    struct Agents(Vec<String>);
+    impl rules::parse::Handler for Agents {
+        fn directive(&mut self, d: &rules::parse::Directive<'_>) {
+            if d.kind != rules::KeyKind::UserAgent {
+                return;
+            }
+            let name = if rules::parse::is_global_agent(d.value) {
+                "*".to_string()
+            } else {
+                String::from_utf8_lossy(rules::parse::product_token(d.value)).to_ascii_lowercase()
+            };
+            if !name.is_empty() && !self.0.contains(&name) {
+                self.0.push(name);
+            }
+        }
+    }
+    let mut agents = Agents::default();
+    rules::parse::parse(body, &mut agents);
+    agents.0
+}
+
 /// Whether the last group of `body` has `user-agent` lines but no rule yet,
 /// so that a following `user-agent` line would join it.
 fn ends_with_open_group(body: &[u8]) -> bool {
@@ -344,6 +384,18 @@ impl BackgroundService for Refresher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contested_agents_are_found() {
+        let origin = b"User-agent: *\nDisallow: /admin\n\nUser-agent: gptbot/1.0\nAllow: /\n";
+        let groups = "User-agent: GPTBot\nUser-agent: CCBot\nDisallow: /\n";
+        assert_eq!(contested_agents(origin, groups), vec!["gptbot"]);
+        // Why it matters: the origin's `Allow: /` joins the managed group and wins the tie.
+        let merged = merge_managed(origin, groups).unwrap();
+        assert!(rules::Robots::parse(&merged).is_allowed("GPTBot", "https://s/page"));
+        assert!(contested_agents(origin, "User-agent: *\nDisallow: /x\n") == vec!["*"]);
+        assert!(contested_agents(b"User-agent: Foo\nDisallow: /\n", groups).is_empty());
+    }
 
     #[test]
     fn managed_groups_stay_separate() {

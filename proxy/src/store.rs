@@ -82,6 +82,9 @@ pub struct Health {
     pub last_fetch: Option<u64>,
     /// Lint findings of the current good copy: errors, warnings.
     pub lint: (usize, usize),
+    /// Agents named by both the managed groups and the origin's current
+    /// good copy (see `refresh::contested_agents`).
+    pub contested: Vec<String>,
 }
 
 /// Every site's state.

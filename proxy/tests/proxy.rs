@@ -224,6 +224,18 @@ fn managed_groups_are_merged() {
     assert!(robots.is_allowed("Trailing", "/private/x"), "the origin's empty trailing group keeps its meaning");
     assert!(!robots.is_allowed("Googlebot", "/private/x"));
     assert!(r.text().starts_with("User-agent: *\nDisallow: /private\n"));
+    let status =
+        |g: &Gate| request(g.admin, "GET", "admin", "/status", &[("Authorization", "Bearer sekrit")]).unwrap().text();
+    assert!(status(&g).contains("\"managed_groups_contested_by_origin\":[]"), "{}", status(&g));
+
+    // The origin starts naming GPTBot itself: Google would merge its Allow
+    // into the managed group, so /status says so.
+    origin.set("/robots.txt", Reply::ok("User-agent: *\nDisallow: /private\n\nUser-agent: GPTBot\nAllow: /\n"));
+    assert!(
+        eventually(15, || status(&g).contains("\"managed_groups_contested_by_origin\":[\"gptbot\"]")),
+        "{}",
+        status(&g)
+    );
 }
 
 #[test]

@@ -317,11 +317,8 @@ fn agents_named(body: &[u8]) -> Vec<String> {
             if d.kind != rules::KeyKind::UserAgent {
                 return;
             }
-            let name = if rules::parse::is_global_agent(d.value) {
-                "*".to_string()
-            } else {
-                String::from_utf8_lossy(rules::parse::product_token(d.value)).to_ascii_lowercase()
-            };
+            let name = rules::parse::agent_key(d.value)
+                .map_or_else(|| "*".to_string(), |t| String::from_utf8_lossy(&t).into_owned());
             if !name.is_empty() && !self.0.contains(&name) {
                 self.0.push(name);
             }

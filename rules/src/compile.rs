@@ -69,11 +69,7 @@ impl Handler for Builder {
                     self.groups.push(RawGroup::default());
                     self.in_rules = false;
                 }
-                let name = if parse::is_global_agent(d.value) {
-                    AgentName::Global
-                } else {
-                    AgentName::Token(parse::product_token(d.value).to_ascii_lowercase().into())
-                };
+                let name = parse::agent_key(d.value).map_or(AgentName::Global, |t| AgentName::Token(t.into()));
                 if let Some(g) = self.groups.last_mut() {
                     g.agents.push((d.line, name));
                 }

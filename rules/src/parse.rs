@@ -311,6 +311,19 @@ pub fn is_global_agent(value: &[u8]) -> bool {
     }
 }
 
+/// The agent a `user-agent` value names, as groups are keyed: `None` for
+/// the global `*`, else the product token, lower-cased (matching is
+/// case-insensitive).
+///
+/// ```
+/// use rules::parse::agent_key;
+/// assert_eq!(agent_key(b"* ignored"), None);
+/// assert_eq!(agent_key(b"Googlebot/2.1"), Some(b"googlebot".to_vec()));
+/// ```
+pub fn agent_key(value: &[u8]) -> Option<Vec<u8>> {
+    (!is_global_agent(value)).then(|| product_token(value).to_ascii_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

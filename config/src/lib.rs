@@ -271,6 +271,10 @@ pub struct Email {
     pub from: String,
     /// Recipients.
     pub to: Vec<String>,
+    /// A PEM CA certificate to trust for the SMTP server besides the
+    /// system's (a private relay's CA); relative to the config file.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// How the SMTP connection is secured.
@@ -360,6 +364,9 @@ impl Config {
             if let Some(f) = site.proxy.as_mut().and_then(|p| p.robots_file.as_mut()) {
                 anchor(f);
             }
+        }
+        if let Some(ca) = config.email.as_mut().and_then(|e| e.ca_file.as_mut()) {
+            anchor(ca);
         }
         if let Some(p) = &mut config.proxy {
             anchor(&mut p.state_dir);

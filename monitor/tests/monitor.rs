@@ -228,6 +228,39 @@ fn smtp_outage_loses_nothing() {
     assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL"), 0);
 }
 
+/// STARTTLS and SMTPS against a relay whose certificate only a private CA
+/// vouches for: refused until `email.ca_file` names that CA, then sent.
+#[test]
+fn mail_over_starttls_and_tls_with_a_private_ca() {
+    for name in ["starttls", "tls"] {
+        let dir = temp_dir(&format!("smtp-{name}"));
+        let database = fresh_database(Db::Sqlite, &dir).unwrap();
+        let origin = Origin::start();
+        let certs = test_certs(&dir, "IP:127.0.0.1");
+        let port = free_port();
+        let security = if name == "tls" { SmtpSecurity::Tls(certs) } else { SmtpSecurity::Starttls(certs) };
+        let smtp = Smtp::start_secured(port, &dir.join("mail"), &security);
+        let plain = config(&database, &origin, port, "");
+        let untrusted = plain.replace("  security: none", &format!("  security: {name}"));
+        let cfg = write_config(&dir, &untrusted);
+        origin.set("/robots.txt", Reply::ok(V1));
+        once(&cfg);
+        origin.set("/robots.txt", Reply::status(503));
+        once(&cfg);
+        let error = scalar_text(&database, "SELECT last_error FROM alerts WHERE sent_at IS NULL");
+        assert!(error.to_lowercase().contains("certificate"), "{name}: {error}");
+        assert!(smtp.mails().is_empty());
+
+        let trusted = plain.replace("  security: none", &format!("  security: {name}\n  ca_file: ca.pem"));
+        write_config(&dir, &trusted);
+        scalar(&database, "UPDATE alerts SET next_attempt_at = 0 WHERE sent_at IS NULL RETURNING 0");
+        once(&cfg);
+        let mails = smtp.wait_for(1);
+        assert!(mails[0].contains("crawling blocked"), "{name}: {}", mails[0]);
+        assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL"), 0, "{name}");
+    }
+}
+
 #[test]
 fn daemon_survives_kill_without_losing_or_duplicating() {
     let Rig { database, origin, smtp, cfg } = rig("kill", Db::Sqlite).unwrap();

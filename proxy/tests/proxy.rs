@@ -365,10 +365,6 @@ fn tls_listener_serves_robots() {
 }
 
 /// Runs `openssl` with `args` in `dir`, quietly, and insists it worked.
-fn openssl(dir: &Path, args: &[&str]) {
-    let ok = Command::new("openssl").args(args).current_dir(dir).stderr(Stdio::null()).status().expect("openssl");
-    assert!(ok.success(), "openssl {args:?}");
-}
 
 #[test]
 fn tls_origin_with_sni_and_private_ca() {
@@ -377,64 +373,16 @@ fn tls_origin_with_sni_and_private_ca() {
     std::fs::create_dir_all(&www).unwrap();
     std::fs::write(www.join("robots.txt"), "User-agent: *\nDisallow: /tls-private\n").unwrap();
     std::fs::write(www.join("page"), "tls page").unwrap();
-    openssl(
-        &dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=test-ca",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-        ],
-    );
-    openssl(
-        &dir,
-        &["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=shop.test", "-keyout", "srv.key", "-out", "srv.csr"],
-    );
-    std::fs::write(dir.join("ext.cnf"), "subjectAltName=DNS:shop.test\n").unwrap();
-    openssl(
-        &dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "srv.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "1",
-            "-extfile",
-            "ext.cnf",
-            "-out",
-            "srv.pem",
-        ],
-    );
+    let certs = test_certs(&dir, "DNS:shop.test");
     // A real TLS origin: openssl's test server, serving files from www/.
     let origin_port = free_port();
     let _origin = Proc(
         Command::new("openssl")
-            .args([
-                "s_server",
-                "-quiet",
-                "-WWW",
-                "-accept",
-                &origin_port.to_string(),
-                "-cert",
-                "../srv.pem",
-                "-key",
-                "../srv.key",
-            ])
+            .args(["s_server", "-quiet", "-WWW", "-accept", &origin_port.to_string()])
+            .arg("-cert")
+            .arg(&certs.cert)
+            .arg("-key")
+            .arg(&certs.key)
             .current_dir(&www)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -131,6 +131,70 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
 }
 
+/// A private CA and a server certificate it signed, as PEM files.
+#[derive(Clone, Debug)]
+pub struct TestCerts {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Makes, with the `openssl` command, a CA and a server certificate for
+/// the subject alternative name `san` (`DNS:shop.test`, `IP:127.0.0.1`),
+/// valid for a day, in `dir`.
+pub fn test_certs(dir: &Path, san: &str) -> TestCerts {
+    let openssl = |args: &[&str]| {
+        let ok = Command::new("openssl").args(args).current_dir(dir).stderr(Stdio::null()).status().expect("openssl");
+        assert!(ok.success(), "openssl {args:?}");
+    };
+    let key_and_csr = ["-newkey", "rsa:2048", "-nodes", "-days", "1"];
+    openssl(
+        &[&["req", "-x509"][..], &key_and_csr, &["-subj", "/CN=test-ca", "-keyout", "ca.key", "-out", "ca.pem"]]
+            .concat(),
+    );
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=test-server",
+        "-keyout",
+        "srv.key",
+        "-out",
+        "srv.csr",
+    ]);
+    std::fs::write(dir.join("ext.cnf"), format!("subjectAltName={san}\n")).expect("ext.cnf");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "srv.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "ext.cnf",
+        "-out",
+        "srv.pem",
+    ]);
+    TestCerts { ca: dir.join("ca.pem"), cert: dir.join("srv.pem"), key: dir.join("srv.key") }
+}
+
+/// How a test SMTP server is secured.
+#[derive(Clone, Debug)]
+pub enum SmtpSecurity {
+    Plain,
+    /// STARTTLS offered and required before mail is accepted.
+    Starttls(TestCerts),
+    /// TLS from the first byte (SMTPS).
+    Tls(TestCerts),
+}
+
 /// A real SMTP server (Debian's python3-aiosmtpd) writing a maildir.
 #[derive(Debug)]
 pub struct Smtp {
@@ -145,11 +209,26 @@ impl Smtp {
     }
 
     pub fn start_on(port: u16, dir: &Path) -> Smtp {
+        Smtp::start_secured(port, dir, &SmtpSecurity::Plain)
+    }
+
+    pub fn start_secured(port: u16, dir: &Path, security: &SmtpSecurity) -> Smtp {
         for sub in ["tmp", "new", "cur"] {
             std::fs::create_dir_all(dir.join(sub)).expect("maildir");
         }
-        let child = Command::new("/usr/bin/python3")
-            .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}"), "-c", "aiosmtpd.handlers.Mailbox"])
+        let mut command = Command::new("/usr/bin/python3");
+        command.args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}")]);
+        match security {
+            SmtpSecurity::Plain => {}
+            SmtpSecurity::Starttls(c) => {
+                command.arg("--tlscert").arg(&c.cert).arg("--tlskey").arg(&c.key);
+            }
+            SmtpSecurity::Tls(c) => {
+                command.arg("--smtpscert").arg(&c.cert).arg("--smtpskey").arg(&c.key);
+            }
+        }
+        let child = command
+            .args(["-c", "aiosmtpd.handlers.Mailbox"])
             .arg(dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

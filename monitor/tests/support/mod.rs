@@ -56,16 +56,25 @@ pub fn scalar(database: &str, sql: &str) -> i64 {
     if !database.starts_with("postgres") && !Path::new(database).exists() {
         return -1;
     }
+    first_value(database, sql, |row| row.try_get::<i64, _>(0).expect("integer"))
+}
+
+/// The first column of the first row, as text (NULL as an empty string).
+pub fn scalar_text(database: &str, sql: &str) -> String {
+    first_value(database, sql, |row| row.try_get::<Option<String>, _>(0).expect("text").unwrap_or_default())
+}
+
+fn first_value<T>(database: &str, sql: &str, get: impl FnOnce(&sqlx::any::AnyRow) -> T) -> T {
     let url = if database.starts_with("postgres") { database.to_string() } else { format!("sqlite://{database}") };
     block_on(async {
         sqlx::any::install_default_drivers();
         let pool = sqlx::AnyPool::connect(&url).await.expect("connect");
         let row = sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).fetch_one(&pool).await.expect(sql);
-        row.try_get::<i64, _>(0).expect("integer")
+        get(&row)
     })
 }
 
-/// Writes `config.yaml` in `dir`.
+/// Writes `yaml` as `config.yaml` in `dir`.
 pub fn write_config(dir: &Path, yaml: &str) -> PathBuf {
     let path = dir.join("config.yaml");
     std::fs::write(&path, yaml).expect("write config");

@@ -335,26 +335,18 @@ fn refresh_on_demand() {
 #[test]
 fn tls_listener_serves_robots() {
     let (dir, _origin, cfg, listen, admin) = setup("tls", "");
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let made = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=shop.test", "-keyout"])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .stderr(Stdio::null())
-        .status()
-        .expect("openssl");
-    assert!(made.success());
+    let certs = test_certs(&dir, "DNS:shop.test");
     let tls_port = free_port();
     let text = std::fs::read_to_string(&cfg).unwrap().replace(
         "  admin:",
-        &format!("  tls_listen:\n    - {{ addr: \"127.0.0.1:{tls_port}\", cert: cert.pem, key: key.pem }}\n  admin:"),
+        &format!("  tls_listen:\n    - {{ addr: \"127.0.0.1:{tls_port}\", cert: srv.pem, key: srv.key }}\n  admin:"),
     );
     std::fs::write(&cfg, text).unwrap();
     let g = start(&cfg, listen, admin);
     served_from(&g, "origin");
     let out = Command::new("curl")
-        .args(["-sk", "-i", "--resolve", &format!("shop.test:{tls_port}:127.0.0.1")])
+        .args(["-s", "-i", "--resolve", &format!("shop.test:{tls_port}:127.0.0.1"), "--cacert"])
+        .arg(&certs.ca)
         .arg(format!("https://shop.test:{tls_port}/robots.txt"))
         .output()
         .expect("curl");

@@ -147,11 +147,21 @@ pub fn test_certs(dir: &Path, san: &str) -> TestCerts {
         let ok = Command::new("openssl").args(args).current_dir(dir).stderr(Stdio::null()).status().expect("openssl");
         assert!(ok.success(), "openssl {args:?}");
     };
-    let key_and_csr = ["-newkey", "rsa:2048", "-nodes", "-days", "1"];
-    openssl(
-        &[&["req", "-x509"][..], &key_and_csr, &["-subj", "/CN=test-ca", "-keyout", "ca.key", "-out", "ca.pem"]]
-            .concat(),
-    );
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=test-ca",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ]);
     openssl(&[
         "req",
         "-newkey",

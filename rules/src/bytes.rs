@@ -2,24 +2,6 @@
 //! compared eight bytes at a time and inlined, where a libc `memcmp` call
 //! would cost more than the comparison itself.
 
-/// Lexicographic order of byte strings, eight bytes at a time. Literals
-/// and paths are short, and this stays inline where a `memcmp` call does
-/// not, which matters in a binary search.
-#[inline]
-pub(crate) fn cmp_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_be_bytes(a[i..i + 8].try_into().unwrap_or_default());
-        let y = u64::from_be_bytes(b[i..i + 8].try_into().unwrap_or_default());
-        if x != y {
-            return x.cmp(&y);
-        }
-        i += 8;
-    }
-    a[i..].iter().take(n - i).cmp(b[i..].iter().take(n - i)).then(a.len().cmp(&b.len()))
-}
-
 /// Length of the common prefix, eight bytes at a time.
 #[inline]
 pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
@@ -61,7 +43,6 @@ mod tests {
         ];
         for a in words {
             for b in words {
-                assert_eq!(cmp_bytes(a, b), a.cmp(b), "{a:?} {b:?}");
                 let want = a.iter().zip(b).take_while(|(x, y)| x == y).count();
                 assert_eq!(common_prefix(a, b), want, "{a:?} {b:?}");
                 assert_eq!(has_prefix(a, b), a.starts_with(b), "{a:?} {b:?}");

@@ -145,7 +145,7 @@ impl Builder {
                     empty.extend_from_slice(&g.empty);
                     lines.push(g.agents.first().map_or(0, |a| a.0));
                 }
-                sets.push(tables.add_set(&arena, rules, &empty, &lines, global));
+                sets.push(tables.add_set(&arena, &mut rules, &empty, &lines, global));
                 (sets.len() - 1) as u32
             })
         };

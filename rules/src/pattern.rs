@@ -44,15 +44,6 @@ pub(crate) fn classify(pattern: &[u8]) -> (usize, Shape) {
     }
 }
 
-/// A literal segment that every path matching a [`Shape::Wild`] pattern
-/// must contain: the longest one after the leading literal. Always
-/// non-empty for a wild pattern.
-pub(crate) fn required_segment(pattern: &[u8], lit: usize) -> &[u8] {
-    let rest = &pattern[lit..];
-    let rest = rest.strip_suffix(b"$").unwrap_or(rest);
-    rest.split(|b| *b == b'*').max_by_key(|s| s.len()).unwrap_or_default()
-}
-
 /// Checks the part of `pattern` after its leading literal, given that the
 /// path starts with that literal.
 #[inline]

@@ -112,6 +112,29 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+    /// Enough rules with leading literals in one group to build the literal
+    /// index, with literals that repeat and prefix one another.
+    #[test]
+    fn engine_agrees_with_reference_many_literals(
+        rules in prop::collection::vec((any::<bool>(), pattern()), 17..90),
+        urls in prop::collection::vec(url(), 1..8),
+    ) {
+        let mut body = b"User-agent: *\n".to_vec();
+        for (allow, p) in &rules {
+            let key = if *allow { "Allow" } else { "Disallow" };
+            body.extend_from_slice(format!("{key}: /{p}\n").as_bytes());
+        }
+        let robots = Robots::parse(&body);
+        for url in &urls {
+            let v = robots.check("bot", url);
+            let want = reference::check(&body, b"bot", url.as_bytes());
+            prop_assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{}\n{}", String::from_utf8_lossy(&body), url);
+        }
+    }
+}
+
 fn corpus() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/realworld");
     dir.is_dir().then_some(dir)

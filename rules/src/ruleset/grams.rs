@@ -1,0 +1,287 @@
+//! The index of a large set's rules that start with `*` or `/*`
+//! (`/*?sessionid=`, `*.pdf$`): their literal prefixes every path, so it
+//! cannot narrow them down. Instead each rule is keyed by a gram, up to
+//! four bytes, that every path it matches must contain: of all the grams
+//! in its literal segments, the one fewest other rules of the set share.
+//!
+//! A check slides over the path once. At each position it tests the grams
+//! of the widths in use against a bit filter, and only for grams that pass
+//! does it probe the table and check that bucket's rules in full. Building
+//! is a count of the candidate grams and a sort of the (usually few
+//! hundred) wildcard rules by key.
+
+use super::{Rule, Span, Tables, best_in_bucket, mark_ends, precedence, range, seed, span};
+
+/// Distinct buckets a check tracks before it falls back to checking every
+/// wildcard rule of the set.
+const SEEN_MAX: usize = 64;
+/// Longest gram: grams are compared as one `u32`.
+const WIDTH: usize = 4;
+const EMPTY: u32 = u32::MAX;
+const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
+
+#[derive(Debug)]
+pub(super) struct GramIndex {
+    /// (gram, first rule of its bucket), open addressing.
+    table: Span,
+    filter: Span,
+    /// `filter` has `filter_mask + 1` bits.
+    filter_mask: u32,
+    /// Bit `w - 1` is set when some key is `w` bytes wide.
+    widths: u8,
+    /// The highest priority of the set's wildcard rules.
+    max_len: u16,
+    seed: u64,
+}
+
+/// Up to four bytes as a key: little-endian, zero above the gram.
+#[inline]
+fn key(bytes: &[u8]) -> u32 {
+    if let Ok(w) = <[u8; WIDTH]>::try_from(bytes) {
+        return u32::from_le_bytes(w);
+    }
+    let mut k = 0u32;
+    for (i, &b) in bytes.iter().take(WIDTH).enumerate() {
+        k |= u32::from(b) << (8 * i);
+    }
+    k
+}
+
+#[inline]
+fn mix(key: u32, seed: u64) -> u64 {
+    (u64::from(key) ^ seed).wrapping_mul(MUL)
+}
+
+#[inline]
+fn home(h: u64, slots: usize) -> usize {
+    (((h >> 32) * slots as u64) >> 32) as usize
+}
+
+/// Calls `f` with each gram a rule may be keyed by: every four-byte window
+/// of its literal segments, or, when no segment is that long, each segment
+/// whole.
+fn for_each_candidate(rule: &Rule, arena: &[u8], mut f: impl FnMut(&[u8])) {
+    let pattern = rule.pattern(arena);
+    let rest = &pattern[usize::from(rule.lit)..];
+    let rest = rest.strip_suffix(b"$").unwrap_or(rest);
+    let segments = || rest.split(|b| *b == b'*').filter(|s| !s.is_empty());
+    if segments().any(|s| s.len() >= WIDTH) {
+        for s in segments() {
+            s.windows(WIDTH).for_each(&mut f);
+        }
+    } else {
+        segments().for_each(f);
+    }
+}
+
+/// How many rules offer each gram: a small open-addressing count table.
+struct GramCounts {
+    slots: Vec<(u32, u32)>,
+    seed: u64,
+}
+
+impl GramCounts {
+    fn new(capacity: usize, seed: u64) -> GramCounts {
+        GramCounts { slots: vec![(0, 0); (capacity * 2).next_power_of_two().max(16)], seed }
+    }
+    /// The slot of `k`, which is free (count 0) if `k` is new.
+    fn slot(&self, k: u32) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut at = (mix(k, self.seed) >> 32) as usize & mask;
+        while self.slots[at].1 != 0 && self.slots[at].0 != k {
+            at = (at + 1) & mask;
+        }
+        at
+    }
+    fn add(&mut self, k: u32) {
+        let at = self.slot(k);
+        self.slots[at] = (k, self.slots[at].1 + 1);
+    }
+    fn get(&self, k: u32) -> u32 {
+        self.slots[self.slot(k)].1
+    }
+}
+
+impl GramIndex {
+    /// Stores `rules` (all leading-wildcard rules) in `t`, grouped by key,
+    /// and indexes them.
+    pub fn build(t: &mut Tables, arena: &[u8], rules: &mut [Rule]) -> GramIndex {
+        let seed = seed();
+        // Every candidate gram is a window of a pattern: their number is at
+        // most the patterns' total length.
+        let mut counts = GramCounts::new(rules.iter().map(|r| usize::from(r.len)).sum(), seed);
+        for r in rules.iter() {
+            for_each_candidate(r, arena, |g| counts.add(key(g)));
+        }
+        let mut widths = 0u8;
+        let mut keyed: Vec<(u32, Rule)> = Vec::with_capacity(rules.len());
+        for r in rules.iter() {
+            // A wildcard rule has a non-empty segment (see `classify`), so a
+            // gram is always found.
+            let mut best: (u32, u32, usize) = (u32::MAX, 0, 1);
+            for_each_candidate(r, arena, |g| {
+                let k = key(g);
+                let n = counts.get(k);
+                if n < best.0 {
+                    best = (n, k, g.len());
+                }
+            });
+            widths |= 1 << (best.2.clamp(1, WIDTH) - 1);
+            keyed.push((best.1, *r));
+        }
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| precedence(&a.1, &b.1)));
+
+        let mut starts: Vec<u32> = Vec::new();
+        let mut keys: Vec<u32> = Vec::new();
+        for (i, (k, _)) in keyed.iter().enumerate() {
+            if keys.last() != Some(k) {
+                keys.push(*k);
+                starts.push(i as u32);
+            }
+        }
+        starts.push(keyed.len() as u32);
+        let mut grouped: Vec<Rule> = keyed.iter().map(|k| k.1).collect();
+        mark_ends(&mut grouped, &starts);
+
+        let n_slots = keys.len() * 2 + 1;
+        let mut table = vec![(0u32, EMPTY); n_slots];
+        let filter_bits = (keys.len() * 8).next_power_of_two().max(64);
+        let mut filter = vec![0u64; filter_bits / 64];
+        for (&k, &first) in keys.iter().zip(&starts) {
+            let h = mix(k, seed);
+            let bit = (h >> 32) as usize & (filter_bits - 1);
+            filter[bit / 64] |= 1 << (bit % 64);
+            let mut at = home(h, n_slots);
+            while table[at].1 != EMPTY {
+                at = if at + 1 == n_slots { 0 } else { at + 1 };
+            }
+            table[at] = (k, first);
+        }
+
+        let max_len = grouped.iter().map(|r| r.len).max().unwrap_or(0);
+        t.rules.extend_from_slice(&grouped);
+        let table_at = t.grams.len();
+        t.grams.extend_from_slice(&table);
+        let filter_at = t.bits.len();
+        t.bits.extend_from_slice(&filter);
+        GramIndex {
+            table: span(&(table_at..t.grams.len())),
+            filter: span(&(filter_at..t.bits.len())),
+            filter_mask: (filter_bits - 1) as u32,
+            widths,
+            max_len,
+            seed,
+        }
+    }
+
+    /// Improves on `best` with `rules`, this set's wildcard rules.
+    pub fn decide<'t>(
+        &self,
+        t: &Tables,
+        rules: &'t [Rule],
+        arena: &[u8],
+        path: &[u8],
+        best: Option<&'t Rule>,
+    ) -> Option<&'t Rule> {
+        if best.is_some_and(|b| b.len > self.max_len) {
+            return best;
+        }
+        let mut scan = Scan {
+            index: self,
+            table: &t.grams[range(self.table)],
+            filter: &t.bits[range(self.filter)],
+            rules,
+            arena,
+            path,
+            seen: [0; SEEN_MAX],
+            n_seen: 0,
+            best,
+        };
+        if self.widths == 1 << (WIDTH - 1) {
+            // Only four-byte grams, as in most files: one load per position.
+            for w in path.windows(WIDTH) {
+                if !scan.gram(u32::from_le_bytes([w[0], w[1], w[2], w[3]])) {
+                    break;
+                }
+            }
+            return scan.best;
+        }
+        'path: for p in 0..path.len() {
+            let word = match path.get(p..p + WIDTH) {
+                Some(w) => u32::from_le_bytes([w[0], w[1], w[2], w[3]]),
+                None => key(&path[p..]),
+            };
+            let mut widths = self.widths;
+            while widths != 0 {
+                let w = widths.trailing_zeros() as usize + 1;
+                widths &= widths - 1;
+                if p + w > path.len() {
+                    break;
+                }
+                if !scan.gram(if w == WIDTH { word } else { word & ((1 << (8 * w)) - 1) }) {
+                    break 'path;
+                }
+            }
+        }
+        scan.best
+    }
+}
+
+/// One check's pass over a path.
+struct Scan<'i, 't, 'a> {
+    index: &'i GramIndex,
+    table: &'i [(u32, u32)],
+    filter: &'i [u64],
+    rules: &'t [Rule],
+    arena: &'a [u8],
+    path: &'a [u8],
+    /// Buckets already checked.
+    seen: [u32; SEEN_MAX],
+    n_seen: usize,
+    best: Option<&'t Rule>,
+}
+
+impl Scan<'_, '_, '_> {
+    /// Checks the bucket of gram `k`, found in the path, if there is one
+    /// and it was not checked yet. Returns false when the scan is complete.
+    #[inline]
+    fn gram(&mut self, k: u32) -> bool {
+        let h = mix(k, self.index.seed);
+        let bit = (h >> 32) as u32 & self.index.filter_mask;
+        if (self.filter[(bit / 64) as usize] >> (bit % 64)) & 1 == 0 {
+            return true;
+        }
+        let Some(first) = lookup(self.table, k, h) else { return true };
+        if self.seen[..self.n_seen].contains(&first) {
+            return true;
+        }
+        if self.n_seen == SEEN_MAX {
+            // Too many grams present: check every wildcard rule.
+            for rule in self.rules {
+                if self.best.is_none_or(|b| rule.beats(b)) && rule.matches(self.arena, self.path) {
+                    self.best = Some(rule);
+                }
+            }
+            return false;
+        }
+        self.seen[self.n_seen] = first;
+        self.n_seen += 1;
+        self.best = best_in_bucket(&self.rules[first as usize..], self.arena, self.path, true, self.best);
+        true
+    }
+}
+
+#[inline]
+fn lookup(table: &[(u32, u32)], k: u32, h: u64) -> Option<u32> {
+    let mut at = home(h, table.len());
+    loop {
+        let (key, first) = table[at];
+        if first == EMPTY {
+            return None;
+        }
+        if key == k {
+            return Some(first);
+        }
+        at = if at + 1 == table.len() { 0 } else { at + 1 };
+    }
+}

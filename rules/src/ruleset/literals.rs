@@ -1,0 +1,205 @@
+//! The index of a large set's leading literals: an open-addressing hash
+//! table from each distinct literal to its bucket of rules, and a bit per
+//! literal length present.
+//!
+//! Every literal that can match a path is a prefix of it, so a check hashes
+//! the path's prefixes one byte at a time and probes the table only at the
+//! lengths some literal has: one pass over at most the longest literal's
+//! length, with no comparison of bytes except on a hit. Building is one
+//! pass to hash the literals and one counting pass to group the rules.
+//!
+//! A slot holds the bucket's first rule and 12 bits of the literal's hash,
+//! so probing past a foreign literal almost never touches the rules. The
+//! hash is seeded per process, so no file can be written to collide.
+
+use super::{Rule, Span, Tables, best_in_bucket, mark_ends, precedence, range, seed, span};
+use crate::bytes::has_prefix;
+
+const TAG_BITS: u32 = 12;
+const TAG_MASK: u32 = (1 << TAG_BITS) - 1;
+const EMPTY: u32 = u32::MAX;
+/// Buckets start below this position, so a slot never reads as [`EMPTY`].
+const MAX_RULES: usize = (1 << (32 - TAG_BITS)) - 1;
+const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
+
+#[derive(Debug)]
+pub(super) struct LiteralIndex {
+    slots: Span,
+    /// Bit `l` is set when some literal is `l` bytes long.
+    lens: Span,
+    /// One bit per literal hash: most prefixes that are no literal fail
+    /// this test and never probe the table.
+    filter: Span,
+    filter_mask: u32,
+    max_len: u32,
+    seed: u64,
+}
+
+/// Extends the hash of a byte string by one byte: a full 64×64→128-bit
+/// multiply, folded, so every input bit reaches every output bit.
+#[inline]
+fn step(h: u64, b: u8) -> u64 {
+    let p = u128::from(h ^ u64::from(b)) * u128::from(MUL);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+#[inline]
+fn home(h: u64, slots: usize) -> usize {
+    (((h >> 32) * slots as u64) >> 32) as usize
+}
+
+#[inline]
+fn tag(h: u64) -> u32 {
+    h as u32 & TAG_MASK
+}
+
+/// The filter bit of a hash: bits the slot and the tag do not use.
+#[inline]
+fn filter_bit(h: u64, mask: u32) -> usize {
+    ((h as u32 >> TAG_BITS) & mask) as usize
+}
+
+impl LiteralIndex {
+    /// Stores `rules` in `t`, grouped into literal buckets, and indexes
+    /// them. Returns `None` (after storing them in precedence order, for a
+    /// linear scan) only for a set too large to index, which a 500 KiB file
+    /// cannot produce.
+    pub fn build(t: &mut Tables, arena: &[u8], rules: &mut [Rule]) -> Option<LiteralIndex> {
+        if rules.len() > MAX_RULES {
+            rules.sort_unstable_by(precedence);
+            t.rules.extend_from_slice(rules);
+            return None;
+        }
+        let seed = seed();
+        // At most one literal per rule: the table stays at most half full.
+        let n_slots = rules.len() * 2 + 1;
+        // While building, a slot holds (bucket << TAG_BITS) | tag.
+        let mut slots = vec![EMPTY; n_slots];
+        let mut first_of: Vec<u32> = Vec::new();
+        let mut hashes: Vec<u64> = Vec::new();
+        let mut bucket_of: Vec<u32> = Vec::with_capacity(rules.len());
+        let mut max_len = 0;
+        for (i, r) in rules.iter().enumerate() {
+            let lit = r.literal(arena);
+            max_len = max_len.max(lit.len());
+            let h = lit.iter().fold(seed, |h, &b| step(h, b));
+            let mut at = home(h, n_slots);
+            let bucket = loop {
+                let s = slots[at];
+                if s == EMPTY {
+                    let b = first_of.len() as u32;
+                    first_of.push(i as u32);
+                    hashes.push(h);
+                    slots[at] = (b << TAG_BITS) | tag(h);
+                    break b;
+                }
+                if s & TAG_MASK == tag(h) && rules[first_of[(s >> TAG_BITS) as usize] as usize].literal(arena) == lit {
+                    break s >> TAG_BITS;
+                }
+                at = if at + 1 == n_slots { 0 } else { at + 1 };
+            };
+            bucket_of.push(bucket);
+        }
+
+        // Group by bucket with a counting sort, then order each bucket.
+        let mut starts = vec![0u32; first_of.len() + 1];
+        for &b in &bucket_of {
+            starts[b as usize + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut next = starts.clone();
+        let mut grouped = vec![rules[0]; rules.len()];
+        for (r, &b) in rules.iter().zip(&bucket_of) {
+            grouped[next[b as usize] as usize] = *r;
+            next[b as usize] += 1;
+        }
+        for w in starts.windows(2) {
+            let bucket = &mut grouped[w[0] as usize..w[1] as usize];
+            if bucket.len() > 1 {
+                bucket.sort_unstable_by(precedence);
+            }
+        }
+        mark_ends(&mut grouped, &starts);
+
+        let mut lens = vec![0u64; max_len / 64 + 1];
+        for &first in &first_of {
+            let l = usize::from(rules[first as usize].lit);
+            lens[l / 64] |= 1 << (l % 64);
+        }
+        let filter_bits = (first_of.len() * 16).next_power_of_two().max(64);
+        let filter_mask = (filter_bits - 1) as u32;
+        let mut filter = vec![0u64; filter_bits / 64];
+        for &h in &hashes {
+            let bit = filter_bit(h, filter_mask);
+            filter[bit / 64] |= 1 << (bit % 64);
+        }
+        for s in &mut slots {
+            if *s != EMPTY {
+                *s = (starts[(*s >> TAG_BITS) as usize] << TAG_BITS) | (*s & TAG_MASK);
+            }
+        }
+
+        t.rules.extend_from_slice(&grouped);
+        let slots_at = t.slots.len();
+        t.slots.extend_from_slice(&slots);
+        let lens_at = t.bits.len();
+        t.bits.extend_from_slice(&lens);
+        let filter_at = t.bits.len();
+        t.bits.extend_from_slice(&filter);
+        Some(LiteralIndex {
+            slots: span(&(slots_at..t.slots.len())),
+            lens: span(&(lens_at..filter_at)),
+            filter: span(&(filter_at..t.bits.len())),
+            filter_mask,
+            max_len: max_len as u32,
+            seed,
+        })
+    }
+
+    /// The best rule of `rules` (this set's literal rules) for `path`.
+    #[inline]
+    pub fn decide<'t>(&self, t: &Tables, rules: &'t [Rule], arena: &[u8], path: &[u8]) -> Option<&'t Rule> {
+        let slots = &t.slots[range(self.slots)];
+        let lens = &t.bits[range(self.lens)];
+        let filter = &t.bits[range(self.filter)];
+        let limit = path.len().min(self.max_len as usize);
+        let mut best = None;
+        let mut h = self.seed;
+        let mut l = 0;
+        loop {
+            if (lens[l / 64] >> (l % 64)) & 1 != 0
+                && (filter[filter_bit(h, self.filter_mask) / 64] >> (filter_bit(h, self.filter_mask) % 64)) & 1 != 0
+                && let Some(first) = find(slots, rules, arena, h, &path[..l])
+            {
+                best = best_in_bucket(&rules[first..], arena, path, false, best);
+            }
+            if l == limit {
+                return best;
+            }
+            h = step(h, path[l]);
+            l += 1;
+        }
+    }
+}
+
+/// The first rule of the bucket whose literal is `prefix` (hashed to `h`).
+#[inline]
+fn find(slots: &[u32], rules: &[Rule], arena: &[u8], h: u64, prefix: &[u8]) -> Option<usize> {
+    let mut at = home(h, slots.len());
+    loop {
+        let s = slots[at];
+        if s == EMPTY {
+            return None;
+        }
+        if s & TAG_MASK == tag(h) {
+            let first = (s >> TAG_BITS) as usize;
+            let r = &rules[first];
+            if usize::from(r.lit) == prefix.len() && has_prefix(prefix, r.literal(arena)) {
+                return Some(first);
+            }
+        }
+        at = if at + 1 == slots.len() { 0 } else { at + 1 };
+    }
+}

@@ -2,7 +2,8 @@
 //! way Google's matcher forms them, then each crawler's groups are merged
 //! into one indexed [`RuleSet`].
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::ops::Range;
 
 use crate::parse::{self, Directive, Handler, KeyKind};
 use crate::ruleset::{Rule, RuleSet, Tables};
@@ -28,12 +29,14 @@ pub struct Extra {
     pub value: Box<[u8]>,
 }
 
-/// One group as written: its `user-agent` lines and its rules in file order.
-#[derive(Debug, Default)]
+/// One group as written: where its `user-agent` lines, rules and empty
+/// rules start in the builder's flat lists. Lines are only ever added to the
+/// last group, so a group ends where the next one starts.
+#[derive(Debug, Clone, Copy)]
 struct RawGroup {
-    agents: Vec<(u32, AgentName)>,
-    rules: Vec<Rule>,
-    empty: Vec<(u32, bool)>,
+    agents: u32,
+    rules: u32,
+    empty: u32,
 }
 
 /// Everything `Robots` is made of.
@@ -54,6 +57,10 @@ pub(crate) struct Compiled {
 struct Builder {
     arena: Vec<u8>,
     groups: Vec<RawGroup>,
+    /// `user-agent` lines of every group, in file order.
+    agents: Vec<(u32, AgentName)>,
+    rules: Vec<Rule>,
+    empty: Vec<(u32, bool)>,
     /// The current group has had a rule, so the next `user-agent` starts a
     /// new group (Google's "separator").
     in_rules: bool,
@@ -66,13 +73,15 @@ impl Handler for Builder {
         match d.kind {
             KeyKind::UserAgent => {
                 if self.in_rules || self.groups.is_empty() {
-                    self.groups.push(RawGroup::default());
+                    self.groups.push(RawGroup {
+                        agents: self.agents.len() as u32,
+                        rules: self.rules.len() as u32,
+                        empty: self.empty.len() as u32,
+                    });
                     self.in_rules = false;
                 }
                 let name = parse::agent_key(d.value).map_or(AgentName::Global, |t| AgentName::Token(t.into()));
-                if let Some(g) = self.groups.last_mut() {
-                    g.agents.push((d.line, name));
-                }
+                self.agents.push((d.line, name));
             }
             KeyKind::Allow | KeyKind::Disallow => self.rule(d),
             KeyKind::Sitemap | KeyKind::Unknown => {
@@ -85,78 +94,114 @@ impl Handler for Builder {
 impl Builder {
     fn rule(&mut self, d: &Directive<'_>) {
         // Rules before any user-agent line belong to no group.
-        let Some(group) = self.groups.last_mut() else {
+        if self.groups.is_empty() {
             return;
-        };
+        }
         self.in_rules = true;
         let allow = d.kind == KeyKind::Allow;
         let pattern = parse::normalize_pattern(d.value);
         if pattern.is_empty() {
-            group.empty.push((d.line, allow));
+            self.empty.push((d.line, allow));
             return;
         }
         let derived = if allow { index_html_directory(&pattern) } else { None };
         // Remember the value as written where the compiled patterns will not
-        // show it: normalised ones, and the derived bare-directory rule.
-        if pattern.as_ref() != d.value || derived.is_some() {
+        // show it: normalised ones (only those are owned), and the derived
+        // bare-directory rule.
+        if matches!(pattern, Cow::Owned(_)) || derived.is_some() {
             self.written.push((d.line, d.value.into()));
         }
-        push_rule(&mut self.arena, &mut group.rules, &pattern, d.line, allow, false);
+        push_rule(&mut self.arena, &mut self.rules, &pattern, d.line, allow, false);
         if let Some(dir) = derived {
             let mut bare = dir.to_vec();
             bare.push(b'$');
-            push_rule(&mut self.arena, &mut group.rules, &bare, d.line, true, true);
+            push_rule(&mut self.arena, &mut self.rules, &bare, d.line, true, true);
         }
     }
 
-    fn finish(self) -> Compiled {
-        let Builder { mut arena, groups, mut extras, mut written, .. } = self;
-        arena.shrink_to_fit();
-        extras.shrink_to_fit();
-        written.sort_unstable_by_key(|w| w.0);
-        written.shrink_to_fit();
-        // Which groups each crawler obeys, in file order.
-        let mut by_token: HashMap<&[u8], Vec<u32>> = HashMap::new();
+    /// Group `g`'s ranges in the flat lists.
+    fn group(&self, g: usize) -> (Range<usize>, Range<usize>, Range<usize>) {
+        let at = self.groups[g];
+        let next = self.groups.get(g + 1).copied().unwrap_or(RawGroup {
+            agents: self.agents.len() as u32,
+            rules: self.rules.len() as u32,
+            empty: self.empty.len() as u32,
+        });
+        (
+            at.agents as usize..next.agents as usize,
+            at.rules as usize..next.rules as usize,
+            at.empty as usize..next.empty as usize,
+        )
+    }
+
+    fn finish(mut self) -> Compiled {
+        self.arena.shrink_to_fit();
+        self.extras.shrink_to_fit();
+        self.written.sort_unstable_by_key(|w| w.0);
+        self.written.shrink_to_fit();
+        // Which groups each crawler obeys: (token, group) pairs sorted by
+        // token, so each token's groups come out together and in file order.
+        let mut named: Vec<(&[u8], u32)> = Vec::new();
         let mut global_groups: Vec<u32> = Vec::new();
-        for (gi, g) in groups.iter().enumerate() {
-            let gi = gi as u32;
-            for (_, name) in &g.agents {
-                let list = match name {
-                    AgentName::Global => &mut global_groups,
-                    AgentName::Token(t) => by_token.entry(t).or_default(),
-                };
-                if list.last() != Some(&gi) {
-                    list.push(gi);
+        for g in 0..self.groups.len() {
+            for (_, name) in &self.agents[self.group(g).0] {
+                match name {
+                    AgentName::Global if global_groups.last() != Some(&(g as u32)) => global_groups.push(g as u32),
+                    AgentName::Global => {}
+                    AgentName::Token(t) => named.push((t, g as u32)),
                 }
             }
         }
-        // Crawlers that obey the same groups share one rule set.
-        let mut set_of: HashMap<(Vec<u32>, bool), u32> = HashMap::new();
-        let mut sets: Vec<RuleSet> = Vec::new();
+        named.sort_unstable();
+        named.dedup();
+        // Each token with its groups: (token, range of `lists`).
+        let mut lists: Vec<u32> = Vec::with_capacity(named.len());
+        let mut tokens: Vec<(&[u8], Range<usize>)> = Vec::new();
+        for (t, g) in &named {
+            match tokens.last_mut() {
+                Some((last, r)) if last == t => r.end += 1,
+                _ => tokens.push((t, lists.len()..lists.len() + 1)),
+            }
+            lists.push(*g);
+        }
+
         let mut tables = Tables::default();
-        let mut make_set = |list: Vec<u32>, global: bool| -> u32 {
-            *set_of.entry((list.clone(), global)).or_insert_with(|| {
-                let mut rules = Vec::new();
-                let mut empty = Vec::new();
-                let mut lines = Vec::new();
-                for &gi in &list {
-                    let g = &groups[gi as usize];
-                    rules.extend_from_slice(&g.rules);
-                    empty.extend_from_slice(&g.empty);
-                    lines.push(g.agents.first().map_or(0, |a| a.0));
-                }
-                sets.push(tables.add_set(&arena, &mut rules, &empty, &lines, global));
-                (sets.len() - 1) as u32
-            })
+        let mut sets: Vec<RuleSet> = Vec::new();
+        let mut scratch: Vec<Rule> = Vec::new();
+        let mut make_set = |b: &Builder, groups: &[u32], global: bool| -> u32 {
+            scratch.clear();
+            let mut empty = Vec::new();
+            let mut lines = Vec::with_capacity(groups.len());
+            for &g in groups {
+                let (agents, rules, e) = b.group(g as usize);
+                scratch.extend_from_slice(&b.rules[rules]);
+                empty.extend_from_slice(&b.empty[e]);
+                lines.push(b.agents[agents].first().map_or(0, |a| a.0));
+            }
+            sets.push(tables.add_set(&b.arena, &mut scratch, &empty, &lines, global));
+            (sets.len() - 1) as u32
         };
-        let global = (!global_groups.is_empty()).then(|| make_set(global_groups, true));
-        let mut agents: Vec<(Box<[u8]>, u32)> =
-            by_token.into_iter().map(|(t, list)| (Box::from(t), make_set(list, false))).collect();
+        let global = (!global_groups.is_empty()).then(|| make_set(&self, &global_groups, true));
+        // Crawlers that obey the same groups share one rule set: sorting by
+        // group list brings them together.
+        let mut by_list: Vec<usize> = (0..tokens.len()).collect();
+        by_list.sort_unstable_by(|&a, &b| lists[tokens[a].1.clone()].cmp(&lists[tokens[b].1.clone()]));
+        let mut agents: Vec<(Box<[u8]>, u32)> = Vec::with_capacity(tokens.len());
+        let mut previous: Option<(&[u32], u32)> = None;
+        for &i in &by_list {
+            let (token, r) = &tokens[i];
+            let list = &lists[r.clone()];
+            let set = match previous {
+                Some((p, set)) if p == list => set,
+                _ => make_set(&self, list, false),
+            };
+            previous = Some((list, set));
+            agents.push((Box::from(*token), set));
+        }
         agents.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        agents.shrink_to_fit();
         sets.shrink_to_fit();
         tables.shrink();
-        Compiled { arena, tables, sets, agents, global, extras, written }
+        Compiled { arena: self.arena, tables, sets, agents, global, extras: self.extras, written: self.written }
     }
 }
 

@@ -244,13 +244,19 @@ struct Scan<'i, 't, 'a> {
 impl Scan<'_, '_, '_> {
     /// Checks the bucket of gram `k`, found in the path, if there is one
     /// and it was not checked yet. Returns false when the scan is complete.
-    #[inline]
+    #[inline(always)]
     fn gram(&mut self, k: u32) -> bool {
         let h = mix(k, self.index.seed);
         let bit = (h >> 32) as u32 & self.index.filter_mask;
         if (self.filter[(bit / 64) as usize] >> (bit % 64)) & 1 == 0 {
             return true;
         }
+        self.probe(k, h)
+    }
+
+    /// The rest of [`Scan::gram`], for the few grams that pass the filter.
+    #[inline(never)]
+    fn probe(&mut self, k: u32, h: u64) -> bool {
         let Some(first) = lookup(self.table, k, h) else { return true };
         if self.seen[..self.n_seen].contains(&first) {
             return true;

@@ -3,10 +3,12 @@
 //! literal length present.
 //!
 //! Every literal that can match a path is a prefix of it, so a check hashes
-//! the path's prefixes one byte at a time and probes the table only at the
-//! lengths some literal has: one pass over at most the longest literal's
-//! length, with no comparison of bytes except on a hit. Building is one
-//! pass to hash the literals and one counting pass to group the rules.
+//! the path's prefixes and probes the table only at the lengths some
+//! literal has, with no comparison of bytes except on a hit. The hash
+//! chains whole eight-byte words and finishes with the partial word and
+//! the length, so the hash of any prefix costs one multiply on top of the
+//! chain, and the chain advances one multiply per eight bytes. Building is
+//! one pass to hash the literals and one counting pass to group the rules.
 //!
 //! A slot holds the bucket's first rule and 12 bits of the literal's hash,
 //! so probing past a foreign literal almost never touches the rules. The
@@ -35,12 +37,57 @@ pub(super) struct LiteralIndex {
     seed: u64,
 }
 
-/// Extends the hash of a byte string by one byte: a full 64×64→128-bit
-/// multiply, folded, so every input bit reaches every output bit.
+const FIN: u64 = 0xA076_1D64_78BD_642F;
+
+/// Multiplies to 128 bits and folds, so every input bit reaches every
+/// output bit.
 #[inline]
-fn step(h: u64, b: u8) -> u64 {
-    let p = u128::from(h ^ u64::from(b)) * u128::from(MUL);
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
     (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// Eight bytes as a little-endian word.
+#[inline]
+fn word(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
+}
+
+/// The bytes from `at` to `end` (fewer than eight) as a little-endian word,
+/// zero above them.
+#[inline]
+fn partial(bytes: &[u8], at: usize, end: usize) -> u64 {
+    if at + 8 <= bytes.len() {
+        word(bytes, at) & low_mask(end - at)
+    } else {
+        bytes[at..end].iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b))
+    }
+}
+
+/// A mask of the low `n` bytes, `n` < 8.
+#[inline]
+fn low_mask(n: usize) -> u64 {
+    (1u64 << (8 * n)) - 1
+}
+
+/// Advances a chain by one whole word.
+#[inline]
+fn chain(h: u64, w: u64) -> u64 {
+    fold_mul(h ^ w, MUL)
+}
+
+/// The hash of a string of length `len` whose whole words are chained in
+/// `h` and whose last `len % 8` bytes are `tail`.
+#[inline]
+fn finish(h: u64, tail: u64, len: usize) -> u64 {
+    fold_mul(h ^ tail, FIN ^ len as u64)
+}
+
+/// The hash of a whole literal.
+fn hash(seed: u64, lit: &[u8]) -> u64 {
+    let whole = lit.len() / 8 * 8;
+    let h = (0..whole).step_by(8).fold(seed, |h, at| chain(h, word(lit, at)));
+    finish(h, partial(lit, whole, lit.len()), lit.len())
 }
 
 #[inline]
@@ -82,7 +129,7 @@ impl LiteralIndex {
         for (i, r) in rules.iter().enumerate() {
             let lit = r.literal(arena);
             max_len = max_len.max(lit.len());
-            let h = lit.iter().fold(seed, |h, &b| step(h, b));
+            let h = hash(seed, lit);
             let mut at = home(h, n_slots);
             let bucket = loop {
                 let s = slots[at];
@@ -166,21 +213,31 @@ impl LiteralIndex {
         let filter = &t.bits[range(self.filter)];
         let limit = path.len().min(self.max_len as usize);
         let mut best = None;
+        // The chain holds the first `chained` whole words of the path.
         let mut h = self.seed;
-        let mut l = 0;
-        loop {
-            if (lens[l / 64] >> (l % 64)) & 1 != 0
-                && (filter[filter_bit(h, self.filter_mask) / 64] >> (filter_bit(h, self.filter_mask) % 64)) & 1 != 0
-                && let Some(first) = find(slots, rules, arena, h, &path[..l])
-            {
-                best = best_in_bucket(&rules[first..], arena, path, false, best);
+        let mut chained = 0;
+        for (i, &present) in lens.iter().enumerate() {
+            let mut present = present;
+            while present != 0 {
+                let l = i * 64 + present.trailing_zeros() as usize;
+                present &= present - 1;
+                if l > limit {
+                    return best;
+                }
+                while chained + 8 <= l {
+                    h = chain(h, word(path, chained));
+                    chained += 8;
+                }
+                let hl = finish(h, partial(path, chained, l), l);
+                let bit = filter_bit(hl, self.filter_mask);
+                if (filter[bit / 64] >> (bit % 64)) & 1 != 0
+                    && let Some(first) = find(slots, rules, arena, hl, &path[..l])
+                {
+                    best = best_in_bucket(&rules[first..], arena, path, false, best);
+                }
             }
-            if l == limit {
-                return best;
-            }
-            h = step(h, path[l]);
-            l += 1;
         }
+        best
     }
 }
 

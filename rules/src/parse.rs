@@ -190,7 +190,7 @@ fn whitespace_separator(text: &[u8]) -> Option<usize> {
 /// Decides a key's kind by case-insensitive prefix, so `Disallowed:` is a
 /// disallow, exactly as Google does.
 pub fn classify_key(key: &[u8]) -> KeyKind {
-    let starts = |p: &str| key.len() >= p.len() && key[..p.len()].eq_ignore_ascii_case(p.as_bytes());
+    let starts = |p: &str| starts_ignore_case(key, p.as_bytes());
     // Every spelling of a kind starts with the same letter, so the first
     // byte picks the only candidates worth comparing.
     match key.first().map(u8::to_ascii_lowercase) {
@@ -200,6 +200,26 @@ pub fn classify_key(key: &[u8]) -> KeyKind {
         Some(b's') if starts("sitemap") || SITEMAP_TYPOS.iter().any(|t| starts(t)) => KeyKind::Sitemap,
         _ => KeyKind::Unknown,
     }
+}
+
+/// Whether `key` starts with `lower` (lower-case letters and other bytes
+/// that have no case), ignoring ASCII case, eight bytes at a time: setting
+/// bit 0x20 lower-cases a letter and maps no other byte onto a lower-case
+/// letter, so it is set only where `lower` has a letter.
+#[inline]
+fn starts_ignore_case(key: &[u8], lower: &[u8]) -> bool {
+    if key.len() < lower.len() {
+        return false;
+    }
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(w)
+    };
+    key[..lower.len()].chunks(8).zip(lower.chunks(8)).all(|(k, l)| {
+        let case = l.iter().enumerate().fold(0u64, |m, (i, b)| m | (u64::from(b.is_ascii_lowercase()) << (8 * i + 5)));
+        word(k) | case == word(l)
+    })
 }
 
 /// Google-specific: frequent misspellings Google accepts for `user-agent`.
@@ -440,6 +460,17 @@ mod tests {
             ("alow", KeyKind::Unknown),
             ("site-map", KeyKind::Sitemap),
             ("crawl-delay", KeyKind::Unknown),
+            ("USER-AGENT", KeyKind::UserAgent),
+            ("User\x0dAgent", KeyKind::Unknown),
+            ("user_agent", KeyKind::Unknown),
+            ("Disallo", KeyKind::Unknown),
+            ("DisAllow:x", KeyKind::Disallow),
+            ("Sitemap", KeyKind::Sitemap),
+            ("SITE-MAPS", KeyKind::Sitemap),
+            ("siteXmap", KeyKind::Unknown),
+            ("Allow\x40", KeyKind::Allow),
+            ("Al\x4Cow", KeyKind::Allow),
+            ("Al\x0Cow", KeyKind::Unknown),
         ] {
             assert_eq!(classify_key(k.as_bytes()), kind, "{k}");
         }

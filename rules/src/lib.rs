@@ -42,9 +42,9 @@
 //! # Guarantees
 //!
 //! - No input panics, in parsing or checking.
-//! - A check costs one binary search over the group's distinct literals,
-//!   plus O(path + pattern) for each candidate rule whose literal prefixes
-//!   the path: no `*a*a*a…` pattern can make it backtrack.
+//! - A check costs one pass over the path (hashing its prefixes, and sliding
+//!   over it for the wildcard rules' grams), plus O(path + pattern) for each
+//!   candidate rule: no `*a*a*a…` pattern can make it backtrack.
 //! - [`Robots`] is immutable, `Send + Sync` and cheap to clone.
 //!
 //! # Resource usage

@@ -62,9 +62,9 @@ impl Robots {
     /// `url` is an absolute URL or a path, already percent-encoded as it
     /// would be sent; it is not decoded.
     ///
-    /// Cost: one binary search over the group's distinct leading literals,
-    /// then only rules whose literal prefixes the path; each candidate costs
-    /// at most O(path + pattern). No allocation unless the URL's path starts
+    /// Cost: one pass over the path to find the rules whose literal
+    /// prefixes it (and, for rules starting with a wildcard, whose required
+    /// gram it contains); each candidate costs at most O(path + pattern). No allocation unless the URL's path starts
     /// with `?` or `;`.
     #[inline]
     pub fn check(&self, agent: &str, url: &str) -> Verdict<'_> {

@@ -16,6 +16,7 @@ use serde_json::json;
 
 use crate::crawler::Crawlers;
 use crate::metrics::Metrics;
+use crate::origin::Origin;
 use crate::store::{RobotsStore, State};
 
 /// A site the gateway fronts.
@@ -25,6 +26,8 @@ pub struct FrontedSite {
     pub name: String,
     /// How it is fronted.
     pub proxy: SiteProxy,
+    /// Where proxied requests go.
+    pub origin: Origin,
 }
 
 /// Shared state, for the life of the process.
@@ -115,6 +118,11 @@ impl ProxyHttp for Gateway {
         RequestCtx::default()
     }
 
+    /// No modules: Pingora's default adds a response-compression module
+    /// that is switched off yet still runs on every request. Pass-through
+    /// means the origin's encoding is left as it is.
+    fn init_downstream_modules(&self, _modules: &mut pingora::modules::http::HttpModules) {}
+
     async fn request_filter(&self, session: &mut Session, ctx: &mut Self::CTX) -> Result<bool> {
         let Some(site) = self.site_for(session) else {
             let body = Bytes::from_static(b"robots-proxy: no site is configured for this host\n");
@@ -160,8 +168,15 @@ impl ProxyHttp for Gateway {
         let Some(site) = &ctx.site else {
             return Err(Error::explain(ErrorType::HTTPStatus(421), "no site for this host"));
         };
+        let addr = match site.origin.addr().await {
+            Ok(addr) => addr,
+            Err(e) => {
+                tracing::warn!(site = %site.name, error = %e, "cannot proxy");
+                return Err(Error::explain(ErrorType::HTTPStatus(502), e));
+            }
+        };
         let sni = site.proxy.sni.clone().unwrap_or_else(|| site.proxy.hosts[0].clone());
-        Ok(Box::new(HttpPeer::new(site.proxy.origin.as_str(), site.proxy.origin_tls, sni)))
+        Ok(Box::new(HttpPeer::new(addr, site.proxy.origin_tls, sni)))
     }
 
     async fn logging(&self, session: &mut Session, _e: Option<&pingora::Error>, ctx: &mut Self::CTX) {

@@ -8,5 +8,6 @@ pub mod admin;
 pub mod crawler;
 pub mod gateway;
 pub mod metrics;
+pub mod origin;
 pub mod refresh;
 pub mod store;

@@ -19,6 +19,7 @@ use proxy::admin::Admin;
 use proxy::crawler::Crawlers;
 use proxy::gateway::{FrontedSite, Gateway};
 use proxy::metrics::Metrics;
+use proxy::origin::Origin;
 use proxy::refresh::{Refresher, SiteRobots};
 use proxy::store::RobotsStore;
 use robotsgate_config::Config;
@@ -106,7 +107,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
     let mut hosts = HashMap::new();
     for (name, p) in &fronted {
-        let site = Arc::new(FrontedSite { name: name.clone(), proxy: p.clone() });
+        let site = Arc::new(FrontedSite { name: name.clone(), proxy: p.clone(), origin: Origin::new(&p.origin) });
         for h in &p.hosts {
             hosts.insert(h.to_ascii_lowercase(), Arc::clone(&site));
         }

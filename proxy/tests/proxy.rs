@@ -417,3 +417,39 @@ fn bad_config_is_reported() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("config.yaml") && err.contains("often"), "{err}");
 }
+
+#[test]
+fn an_origin_name_that_does_not_resolve_gets_502_not_a_panic() {
+    // The second site's origin is a name no resolver knows (RFC 2606's
+    // `.invalid`). Pingora's own peer constructor panics on such a name; the
+    // gateway must answer 502 and keep serving the other site.
+    let extra = "  - name: lost
+    proxy:
+      hosts: [lost.test]
+      origin: nonexistent.invalid:80
+";
+    let (dir, _origin, cfg, listen, admin) = setup("unresolvable-origin", extra);
+    let log = dir.join("proxy.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+        .arg("--config")
+        .arg(&cfg)
+        .env("ROBOTSGATE_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("start robots-proxy");
+    let g = Gate {
+        proc: Proc(child),
+        addr: format!("127.0.0.1:{listen}").parse().unwrap(),
+        admin: format!("127.0.0.1:{admin}").parse().unwrap(),
+    };
+    assert!(wait_listening(g.addr, 20), "robots-proxy did not start");
+    for _ in 0..3 {
+        let r = request(g.addr, "GET", "lost.test", "/page", &[]).expect("a response, not a dropped connection");
+        assert_eq!(r.status, 502, "{}", r.text());
+    }
+    assert_eq!(get(&g, "/page", &[]).text(), "origin page", "the other site is unaffected");
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(log.contains("nonexistent.invalid"), "the warning names the origin: {log}");
+}

@@ -171,6 +171,16 @@ fn best_in_bucket<'t>(
     best
 }
 
+/// The multiplier of the index hashes (2^64 / φ, odd).
+const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The slot a hash starts probing at, among `slots`: its high half scaled
+/// to the table's size, so tables need not be a power of two.
+#[inline]
+fn home(h: u64, slots: usize) -> usize {
+    (((h >> 32) * slots as u64) >> 32) as usize
+}
+
 /// A random seed for this process's index hashes, so that no file can be
 /// written to make them collide.
 fn seed() -> u64 {

@@ -1,6 +1,6 @@
 //! The index of a large set's rules that start with `*` or `/*`
-//! (`/*?sessionid=`, `*.pdf$`): their literal prefixes every path, so it
-//! cannot narrow them down. Instead each rule is keyed by a gram, up to
+//! (`/*?sessionid=`, `*.pdf$`): their leading literal, `/` or nothing,
+//! prefixes every path, so it cannot narrow them down. Instead each rule is keyed by a gram, up to
 //! four bytes, that every path it matches must contain: of all the grams
 //! in its literal segments, the one fewest other rules of the set share.
 //!
@@ -10,7 +10,7 @@
 //! is a count of the candidate grams and a sort of the (usually few
 //! hundred) wildcard rules by key.
 
-use super::{Rule, Span, Tables, best_in_bucket, mark_ends, precedence, range, seed, span};
+use super::{MUL, Rule, Span, Tables, best_in_bucket, home, mark_ends, precedence, range, seed, span};
 
 /// Distinct buckets a check tracks before it falls back to checking every
 /// wildcard rule of the set.
@@ -18,7 +18,6 @@ const SEEN_MAX: usize = 64;
 /// Longest gram: grams are compared as one `u32`.
 const WIDTH: usize = 4;
 const EMPTY: u32 = u32::MAX;
-const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
 
 #[derive(Debug)]
 pub(super) struct GramIndex {
@@ -50,11 +49,6 @@ fn key(bytes: &[u8]) -> u32 {
 #[inline]
 fn mix(key: u32, seed: u64) -> u64 {
     (u64::from(key) ^ seed).wrapping_mul(MUL)
-}
-
-#[inline]
-fn home(h: u64, slots: usize) -> usize {
-    (((h >> 32) * slots as u64) >> 32) as usize
 }
 
 /// Calls `f` with each gram a rule may be keyed by: every four-byte window
@@ -129,6 +123,9 @@ impl GramIndex {
             widths |= 1 << (best.2.clamp(1, WIDTH) - 1);
             keyed.push((best.1, *r));
         }
+        // Keys of different widths can be equal (`ab` and `ab\0\0`); they
+        // then share a bucket, which costs a check but misses nothing, since
+        // every candidate is matched in full.
         keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| precedence(&a.1, &b.1)));
 
         let mut starts: Vec<u32> = Vec::new();

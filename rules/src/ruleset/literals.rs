@@ -14,7 +14,7 @@
 //! so probing past a foreign literal almost never touches the rules. The
 //! hash is seeded per process, so no file can be written to collide.
 
-use super::{Rule, Span, Tables, best_in_bucket, mark_ends, precedence, range, seed, span};
+use super::{MUL, Rule, Span, Tables, best_in_bucket, home, mark_ends, precedence, range, seed, span};
 use crate::bytes::has_prefix;
 
 const TAG_BITS: u32 = 12;
@@ -22,7 +22,6 @@ const TAG_MASK: u32 = (1 << TAG_BITS) - 1;
 const EMPTY: u32 = u32::MAX;
 /// Buckets start below this position, so a slot never reads as [`EMPTY`].
 const MAX_RULES: usize = (1 << (32 - TAG_BITS)) - 1;
-const MUL: u64 = 0x9E37_79B9_7F4A_7C15;
 
 #[derive(Debug)]
 pub(super) struct LiteralIndex {
@@ -88,11 +87,6 @@ fn hash(seed: u64, lit: &[u8]) -> u64 {
     let whole = lit.len() / 8 * 8;
     let h = (0..whole).step_by(8).fold(seed, |h, at| chain(h, word(lit, at)));
     finish(h, partial(lit, whole, lit.len()), lit.len())
-}
-
-#[inline]
-fn home(h: u64, slots: usize) -> usize {
-    (((h >> 32) * slots as u64) >> 32) as usize
 }
 
 #[inline]

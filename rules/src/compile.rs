@@ -165,13 +165,17 @@ impl Builder {
             lists.push(*g);
         }
 
-        let mut tables = Tables::default();
-        let mut sets: Vec<RuleSet> = Vec::new();
+        // Each group usually lands in one set, so the rules fit as they are.
+        let mut tables = Tables::with_rules_capacity(self.rules.len());
+        let mut sets: Vec<RuleSet> = Vec::with_capacity(tokens.len() + 1);
+        // One set of buffers for every set: most files have several.
         let mut scratch: Vec<Rule> = Vec::new();
+        let mut empty: Vec<(u32, bool)> = Vec::new();
+        let mut lines: Vec<u32> = Vec::new();
         let mut make_set = |b: &Builder, groups: &[u32], global: bool| -> u32 {
             scratch.clear();
-            let mut empty = Vec::new();
-            let mut lines = Vec::with_capacity(groups.len());
+            empty.clear();
+            lines.clear();
             for &g in groups {
                 let (agents, rules, e) = b.group(g as usize);
                 scratch.extend_from_slice(&b.rules[rules]);
@@ -221,7 +225,14 @@ fn index_html_directory(pattern: &[u8]) -> Option<&[u8]> {
 pub(crate) fn compile(body: &[u8]) -> Compiled {
     // Patterns are a large share of the file; sizing the arena for them up
     // front avoids regrowing it line by line.
-    let mut b = Builder { arena: Vec::with_capacity(body.len().min(parse::MAX_FILE_BYTES) / 2), ..Builder::default() };
+    let body_len = body.len().min(parse::MAX_FILE_BYTES);
+    // Likewise the rules, which the builder drops when it is done: a rule
+    // line is rarely under 16 bytes.
+    let mut b = Builder {
+        arena: Vec::with_capacity(body_len / 2),
+        rules: Vec::with_capacity(body_len / 16),
+        ..Builder::default()
+    };
     parse::parse(body, &mut b);
     b.finish()
 }

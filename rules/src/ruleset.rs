@@ -246,6 +246,11 @@ pub(crate) struct RuleSet {
 }
 
 impl Tables {
+    /// Empty tables with room for `rules` rules.
+    pub fn with_rules_capacity(rules: usize) -> Tables {
+        Tables { rules: Vec::with_capacity(rules), ..Tables::default() }
+    }
+
     /// Adds a set built from rules in any order.
     pub fn add_set(
         &mut self,
@@ -402,6 +407,30 @@ mod tests {
         }
         let all: String = (0..100).map(|i| format!("{i:03}{}", "x".repeat(i / 10))).collect();
         let paths = [format!("/{all}"), "/050xxxxx".to_string(), "/nothing".to_string(), "/099".to_string()];
+        agrees(&body, &paths);
+    }
+
+    #[test]
+    fn distinct_literals_are_each_their_own_bucket() {
+        // No literal repeats: the index keeps the rules where they are. Exact
+        // and wildcard shapes make a bucket's rule fail after its literal
+        // matched, so a check that ran past its bucket would be caught.
+        let mut body = String::from("User-agent: *\n");
+        for i in 0..40 {
+            let key = if i % 2 == 0 { "Allow" } else { "Disallow" };
+            let tail = match i % 3 {
+                0 => String::new(),
+                1 => "$".to_string(),
+                _ => "*.pdf".to_string(),
+            };
+            body.push_str(&format!("{key}: /p{i}/{}{tail}\n", "q".repeat(i % 9)));
+        }
+        let paths: Vec<String> = (0..40)
+            .flat_map(|i| {
+                let q = "q".repeat(i % 9);
+                [format!("/p{i}/{q}"), format!("/p{i}/{q}x"), format!("/p{i}/{q}a.pdf"), format!("/p{i}")]
+            })
+            .collect();
         agrees(&body, &paths);
     }
 

@@ -82,11 +82,11 @@ fn finish(h: u64, tail: u64, len: usize) -> u64 {
     fold_mul(h ^ tail, FIN ^ len as u64)
 }
 
-/// The hash of a whole literal.
-fn hash(seed: u64, lit: &[u8]) -> u64 {
-    let whole = lit.len() / 8 * 8;
-    let h = (0..whole).step_by(8).fold(seed, |h, at| chain(h, word(lit, at)));
-    finish(h, partial(lit, whole, lit.len()), lit.len())
+/// The hash of the first `len` bytes of `bytes`.
+fn hash(seed: u64, bytes: &[u8], len: usize) -> u64 {
+    let whole = len / 8 * 8;
+    let h = (0..whole).step_by(8).fold(seed, |h, at| chain(h, word(bytes, at)));
+    finish(h, partial(bytes, whole, len), len)
 }
 
 #[inline]
@@ -123,7 +123,8 @@ impl LiteralIndex {
         for (i, r) in rules.iter().enumerate() {
             let lit = r.literal(arena);
             max_len = max_len.max(lit.len());
-            let h = hash(seed, lit);
+            // Hashed in place, so the last partial word can be read whole.
+            let h = hash(seed, &arena[r.start as usize..], lit.len());
             let mut at = home(h, n_slots);
             let bucket = loop {
                 let s = slots[at];
@@ -142,27 +143,42 @@ impl LiteralIndex {
             bucket_of.push(bucket);
         }
 
-        // Group by bucket with a counting sort, then order each bucket.
-        let mut starts = vec![0u32; first_of.len() + 1];
-        for &b in &bucket_of {
-            starts[b as usize + 1] += 1;
-        }
-        for i in 1..starts.len() {
-            starts[i] += starts[i - 1];
-        }
-        let mut next = starts.clone();
-        let mut grouped = vec![rules[0]; rules.len()];
-        for (r, &b) in rules.iter().zip(&bucket_of) {
-            grouped[next[b as usize] as usize] = *r;
-            next[b as usize] += 1;
-        }
-        for w in starts.windows(2) {
-            let bucket = &mut grouped[w[0] as usize..w[1] as usize];
-            if bucket.len() > 1 {
-                bucket.sort_unstable_by(precedence);
+        if first_of.len() == rules.len() {
+            // Every literal distinct, as in most large sets: each rule is its
+            // own bucket, already where the slots say.
+            for r in rules.iter_mut() {
+                r.set_last();
             }
+            t.rules.extend_from_slice(rules);
+        } else {
+            // Group by bucket with a counting sort, then order each bucket.
+            let mut starts = vec![0u32; first_of.len() + 1];
+            for &b in &bucket_of {
+                starts[b as usize + 1] += 1;
+            }
+            for i in 1..starts.len() {
+                starts[i] += starts[i - 1];
+            }
+            let mut next = starts.clone();
+            let mut grouped = vec![rules[0]; rules.len()];
+            for (r, &b) in rules.iter().zip(&bucket_of) {
+                grouped[next[b as usize] as usize] = *r;
+                next[b as usize] += 1;
+            }
+            for w in starts.windows(2) {
+                let bucket = &mut grouped[w[0] as usize..w[1] as usize];
+                if bucket.len() > 1 {
+                    bucket.sort_unstable_by(precedence);
+                }
+            }
+            mark_ends(&mut grouped, &starts);
+            for s in &mut slots {
+                if *s != EMPTY {
+                    *s = (starts[(*s >> TAG_BITS) as usize] << TAG_BITS) | (*s & TAG_MASK);
+                }
+            }
+            t.rules.extend_from_slice(&grouped);
         }
-        mark_ends(&mut grouped, &starts);
 
         let mut lens = vec![0u64; max_len / 64 + 1];
         for &first in &first_of {
@@ -176,13 +192,6 @@ impl LiteralIndex {
             let bit = filter_bit(h, filter_mask);
             filter[bit / 64] |= 1 << (bit % 64);
         }
-        for s in &mut slots {
-            if *s != EMPTY {
-                *s = (starts[(*s >> TAG_BITS) as usize] << TAG_BITS) | (*s & TAG_MASK);
-            }
-        }
-
-        t.rules.extend_from_slice(&grouped);
         let slots_at = t.slots.len();
         t.slots.extend_from_slice(&slots);
         let lens_at = t.bits.len();

@@ -8,7 +8,8 @@
 //! chains whole eight-byte words and finishes with the partial word and
 //! the length, so the hash of any prefix costs one multiply on top of the
 //! chain, and the chain advances one multiply per eight bytes. Building is
-//! one pass to hash the literals and one counting pass to group the rules.
+//! one pass to hash the literals and, only if some literal repeats, one
+//! counting pass to group the rules that share one.
 //!
 //! A slot holds the bucket's first rule and 12 bits of the literal's hash,
 //! so probing past a foreign literal almost never touches the rules. The
@@ -36,6 +37,8 @@ pub(super) struct LiteralIndex {
     seed: u64,
 }
 
+/// The multiplier of the finishing step (a second odd constant, so that a
+/// finished hash is unlike any chain state), which the length also enters.
 const FIN: u64 = 0xA076_1D64_78BD_642F;
 
 /// Multiplies to 128 bits and folds, so every input bit reaches every

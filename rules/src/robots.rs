@@ -118,15 +118,18 @@ impl Robots {
 
     /// The rule set of the groups that name `agent`, not falling back to `*`.
     fn named_set(&self, agent: &[u8]) -> Option<u32> {
+        let agents = &self.inner.agents;
+        if agents.len() <= 8 {
+            // Few agents, as in most files: a length test rejects nearly all
+            // of them without reading a byte. A token holds only token bytes,
+            // so an agent equal to one (ignoring case) is a valid token too.
+            return agents.iter().find(|(t, _)| t.len() == agent.len() && t.eq_ignore_ascii_case(agent)).map(|a| a.1);
+        }
         if !agent.iter().all(|b| is_token_byte(*b)) {
             // A file's tokens hold only token bytes, so nothing can match.
             return None;
         }
-        self.inner
-            .agents
-            .binary_search_by(|(token, _)| cmp_lowercase(token, agent))
-            .ok()
-            .map(|i| self.inner.agents[i].1)
+        agents.binary_search_by(|(token, _)| cmp_lowercase(token, agent)).ok().map(|i| agents[i].1)
     }
 
     /// `Sitemap:` lines, with their line numbers, in file order.
@@ -263,4 +266,32 @@ impl<'r> Agent<'r> {
 /// the fly so lookups never allocate.
 fn cmp_lowercase(token: &[u8], agent: &[u8]) -> std::cmp::Ordering {
     token.iter().copied().cmp(agent.iter().map(u8::to_ascii_lowercase))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Robots;
+
+    /// Few agents are found by a scan, many by a binary search; both
+    /// compare case-insensitively and never shorten the queried agent.
+    #[test]
+    fn agents_are_found_among_few_and_many() {
+        for n in [2, 8, 9, 40] {
+            let mut body = String::from("User-agent: *\nDisallow: /star\n\n");
+            for i in 0..n {
+                let name: String = (0..=i).map(|k| (b'a' + (k % 26) as u8) as char).collect();
+                body.push_str(&format!("User-agent: Bot-{name}\nDisallow: /{name}\n\n"));
+            }
+            let robots = Robots::parse(body.as_bytes());
+            for i in 0..n {
+                let name: String = (0..=i).map(|k| (b'a' + (k % 26) as u8) as char).collect();
+                let v = robots.check(&format!("BOT-{}", name.to_uppercase()), &format!("/{name}"));
+                assert!(!v.allowed, "{n} agents: Bot-{name} has its own group");
+                assert!(robots.check(&format!("bot-{name}"), "/star").allowed, "{n}: not the * group");
+                assert!(!robots.check(&format!("bot-{name}/1.0"), "/star").allowed, "{n}: not shortened");
+            }
+            assert!(!robots.check("", "/star").allowed, "{n}: the empty agent falls to *");
+            assert!(!robots.check("bot-a b", "/star").allowed, "{n}: a space is no token byte");
+        }
+    }
 }

@@ -73,6 +73,27 @@ fn url() -> impl Strategy<Value = String> {
     prop::collection::vec(piece, 0..7).prop_map(|v| format!("http://h/{}", v.concat()))
 }
 
+/// Engine and reference agree on every URL: same verdict, same deciding line.
+fn agrees_on(body: &[u8], agent: &str, urls: &[String]) -> Result<(), TestCaseError> {
+    let robots = Robots::parse(body);
+    for url in urls {
+        let v = robots.check(agent, url);
+        let want = reference::check(body, agent.as_bytes(), url.as_bytes());
+        prop_assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{}\n{}", String::from_utf8_lossy(body), url);
+    }
+    Ok(())
+}
+
+/// One `*` group of (is Allow, pattern) rules.
+fn star_group(rules: impl Iterator<Item = (bool, String)>) -> Vec<u8> {
+    let mut body = b"User-agent: *\n".to_vec();
+    for (allow, pattern) in rules {
+        let key = if allow { "Allow" } else { "Disallow" };
+        body.extend_from_slice(format!("{key}: {pattern}\n").as_bytes());
+    }
+    body
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(4000))]
     #[test]
@@ -81,12 +102,7 @@ proptest! {
         agent in prop_oneof![Just("FooBot"), Just("foobot"), Just("BarBot"), Just("MJ"), Just("MJ12bot"), Just("Foo"), Just("Baz"), Just("")],
         urls in prop::collection::vec(url(), 1..6),
     ) {
-        let robots = Robots::parse(&body);
-        for url in &urls {
-            let v = robots.check(agent, url);
-            let want = reference::check(&body, agent.as_bytes(), url.as_bytes());
-            prop_assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{}\n{}", String::from_utf8_lossy(&body), url);
-        }
+        agrees_on(&body, agent, &urls)?;
     }
 }
 
@@ -98,17 +114,8 @@ proptest! {
         rules in prop::collection::vec((any::<bool>(), pattern(), pattern()), 9..60),
         urls in prop::collection::vec(url(), 1..8),
     ) {
-        let mut body = b"User-agent: *\n".to_vec();
-        for (allow, a, b) in &rules {
-            let key = if *allow { "Allow" } else { "Disallow" };
-            body.extend_from_slice(format!("{key}: /{a}*{b}\n").as_bytes());
-        }
-        let robots = Robots::parse(&body);
-        for url in &urls {
-            let v = robots.check("bot", url);
-            let want = reference::check(&body, b"bot", url.as_bytes());
-            prop_assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{}\n{}", String::from_utf8_lossy(&body), url);
-        }
+        let body = star_group(rules.iter().map(|(allow, a, b)| (*allow, format!("/{a}*{b}"))));
+        agrees_on(&body, "bot", &urls)?;
     }
 }
 
@@ -121,17 +128,8 @@ proptest! {
         rules in prop::collection::vec((any::<bool>(), pattern()), 17..90),
         urls in prop::collection::vec(url(), 1..8),
     ) {
-        let mut body = b"User-agent: *\n".to_vec();
-        for (allow, p) in &rules {
-            let key = if *allow { "Allow" } else { "Disallow" };
-            body.extend_from_slice(format!("{key}: /{p}\n").as_bytes());
-        }
-        let robots = Robots::parse(&body);
-        for url in &urls {
-            let v = robots.check("bot", url);
-            let want = reference::check(&body, b"bot", url.as_bytes());
-            prop_assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{}\n{}", String::from_utf8_lossy(&body), url);
-        }
+        let body = star_group(rules.iter().map(|(allow, p)| (*allow, format!("/{p}"))));
+        agrees_on(&body, "bot", &urls)?;
     }
 }
 

@@ -73,11 +73,7 @@ impl Handler for Builder {
         match d.kind {
             KeyKind::UserAgent => {
                 if self.in_rules || self.groups.is_empty() {
-                    self.groups.push(RawGroup {
-                        agents: self.agents.len() as u32,
-                        rules: self.rules.len() as u32,
-                        empty: self.empty.len() as u32,
-                    });
+                    self.groups.push(self.end());
                     self.in_rules = false;
                 }
                 let name = parse::agent_key(d.value).map_or(AgentName::Global, |t| AgentName::Token(t.into()));
@@ -119,14 +115,16 @@ impl Builder {
         }
     }
 
+    /// The ends of the flat lists: where a group starting now would start,
+    /// and where the last group ends.
+    fn end(&self) -> RawGroup {
+        RawGroup { agents: self.agents.len() as u32, rules: self.rules.len() as u32, empty: self.empty.len() as u32 }
+    }
+
     /// Group `g`'s ranges in the flat lists.
     fn group(&self, g: usize) -> (Range<usize>, Range<usize>, Range<usize>) {
         let at = self.groups[g];
-        let next = self.groups.get(g + 1).copied().unwrap_or(RawGroup {
-            agents: self.agents.len() as u32,
-            rules: self.rules.len() as u32,
-            empty: self.empty.len() as u32,
-        });
+        let next = self.groups.get(g + 1).copied().unwrap_or_else(|| self.end());
         (
             at.agents as usize..next.agents as usize,
             at.rules as usize..next.rules as usize,

@@ -5,7 +5,9 @@
 //! The parser never fails: any byte sequence yields some events. Each Google
 //! tolerance is a small named function below, marked "Google-specific".
 
-use memchr::{memchr, memchr2};
+mod specials;
+
+use specials::Specials;
 use std::borrow::Cow;
 
 /// Google's crawler reads at most this many bytes (500 KiB) of a robots.txt;
@@ -83,35 +85,61 @@ pub trait Handler {
 /// a line is cut at [`MAX_LINE_BYTES`] and at its first NUL byte.
 pub fn parse<H: Handler + ?Sized>(body: &[u8], handler: &mut H) {
     let body = &body[..body.len().min(MAX_FILE_BYTES)];
-    let mut rest = skip_bom(body);
+    let mut start = bom_len(body);
+    let mut specials = Specials::new(body, start);
     let mut line_no: u32 = 0;
     loop {
-        let (line, next) = match memchr2(b'\n', b'\r', rest) {
-            Some(i) => {
-                // CRLF is one terminator; "\r\r" or "\n\r" are two.
-                let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
-                (&rest[..i], Some(&rest[i + skip..]))
+        // Where this line's special bytes are: its end, its first `:`, its
+        // first `#` or NUL (which ends the content), its first NUL.
+        let mut cuts = Cuts { colon: usize::MAX, stop: usize::MAX, nul: usize::MAX };
+        let (end, next) = loop {
+            let Some(i) = specials.next() else { break (body.len(), None) };
+            match body[i] {
+                b'\n' => break (i, Some(i + 1)),
+                b'\r' => {
+                    // CRLF is one terminator; "\r\r" or "\n\r" are two.
+                    if body.get(i + 1) == Some(&b'\n') {
+                        specials.next();
+                        break (i, Some(i + 2));
+                    }
+                    break (i, Some(i + 1));
+                }
+                b':' => cuts.colon = cuts.colon.min(i - start),
+                b'#' => cuts.stop = cuts.stop.min(i - start),
+                _ => {
+                    cuts.stop = cuts.stop.min(i - start);
+                    cuts.nul = cuts.nul.min(i - start);
+                }
             }
-            None => (rest, None),
         };
         line_no = line_no.saturating_add(1);
-        emit_line(line_no, line, handler);
+        emit_line(line_no, &body[start..end], cuts, handler);
         match next {
-            Some(n) => rest = n,
+            Some(n) => start = n,
             None => break,
         }
     }
 }
 
-/// Google-specific: a byte-order mark should never appear in robots.txt, but
-/// it does, so any leading prefix of one (EF, EF BB, EF BB BF) is dropped.
-fn skip_bom(body: &[u8]) -> &[u8] {
-    const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
-    let n = body.iter().zip(BOM).take_while(|(a, b)| **a == *b).count();
-    &body[n..]
+/// Offsets in a line of the bytes that cut it, `usize::MAX` for none.
+#[derive(Clone, Copy)]
+struct Cuts {
+    /// The first `:`.
+    colon: usize,
+    /// The first `#` or NUL: the content ends there.
+    stop: usize,
+    /// The first NUL.
+    nul: usize,
 }
 
-fn emit_line<H: Handler + ?Sized>(line_no: u32, raw: &[u8], handler: &mut H) {
+/// Google-specific: a byte-order mark should never appear in robots.txt, but
+/// it does, so any leading prefix of one (EF, EF BB, EF BB BF) is dropped.
+fn bom_len(body: &[u8]) -> usize {
+    const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+    body.iter().zip(BOM).take_while(|(a, b)| **a == *b).count()
+}
+
+fn emit_line<H: Handler + ?Sized>(line_no: u32, raw: &[u8], cuts: Cuts, handler: &mut H) {
     let mut meta = LineMeta::default();
     let raw = if raw.len() > MAX_LINE_BYTES {
         meta.too_long = true;
@@ -119,60 +147,37 @@ fn emit_line<H: Handler + ?Sized>(line_no: u32, raw: &[u8], handler: &mut H) {
     } else {
         raw
     };
-    // One search for whichever comes first: a NUL ends the line, so a `#`
-    // after it is no comment; a `#` ends the content, but the lint still
-    // wants to know of a NUL in the comment.
-    let mut text = raw;
-    if let Some(i) = memchr2(0, b'#', raw) {
-        text = &raw[..i];
-        if raw[i] == 0 {
-            meta.has_nul = true;
-        } else {
-            meta.has_comment = true;
-            meta.has_nul = memchr(0, &raw[i..]).is_some();
-        }
+    // A cut past the line limit was dropped with the bytes it stood in.
+    let stop = cuts.stop.min(raw.len());
+    if stop < raw.len() {
+        meta.has_comment = raw[stop] == b'#';
     }
-    let text = trim(text);
-    if text.is_empty() {
-        if meta.has_comment {
-            meta.is_comment = true;
-        } else {
-            meta.is_empty = true;
+    meta.has_nul = cuts.nul < raw.len();
+    let directive = if cuts.colon < stop {
+        let key = trim(&raw[..cuts.colon]);
+        (!key.is_empty()).then(|| (key, trim(&raw[cuts.colon + 1..stop])))
+    } else {
+        let text = trim(&raw[..stop]);
+        if text.is_empty() {
+            if meta.has_comment {
+                meta.is_comment = true;
+            } else {
+                meta.is_empty = true;
+            }
+            handler.line(line_no, raw, &meta);
+            return;
         }
-        handler.line(line_no, raw, &meta);
-        return;
-    }
-    let directive = split_key_value(text, &mut meta).map(|(key, value)| Directive {
-        line: line_no,
-        kind: classify_key(key),
-        key,
-        value,
-    });
+        whitespace_separator(text).map(|sep| {
+            meta.missing_colon = true;
+            (trim(&text[..sep]), trim(&text[sep + 1..]))
+        })
+    };
+    let directive = directive.map(|(key, value)| Directive { line: line_no, kind: classify_key(key), key, value });
     meta.has_directive = directive.is_some();
     handler.line(line_no, raw, &meta);
     if let Some(d) = directive {
         handler.directive(&d);
     }
-}
-
-/// Splits a trimmed, non-empty line at its first colon. Returns `None` when
-/// the line holds no directive (no separator, or an empty key).
-fn split_key_value<'a>(text: &'a [u8], meta: &mut LineMeta) -> Option<(&'a [u8], &'a [u8])> {
-    // Keys are short: a plain loop finds the colon sooner than a vector
-    // search can be set up.
-    let sep = match text.iter().position(|b| *b == b':') {
-        Some(i) => i,
-        None => {
-            let i = whitespace_separator(text)?;
-            meta.missing_colon = true;
-            i
-        }
-    };
-    let key = trim(&text[..sep]);
-    if key.is_empty() {
-        return None;
-    }
-    Some((key, trim(&text[sep + 1..])))
 }
 
 /// Google-specific: people forget the colon, so a line of exactly two
@@ -534,5 +539,82 @@ mod tests {
         assert_eq!(product_token(b"Foo-Bar_baz x"), b"Foo-Bar_baz");
         assert!(is_global_agent(b"*") && is_global_agent(b"* foo"));
         assert!(!is_global_agent(b"*foo"));
+    }
+
+    /// Every event with the raw line, for comparing two readers.
+    #[derive(Default, Debug, PartialEq)]
+    struct Trace(Vec<(u32, Vec<u8>, LineMeta, Option<(KeyKind, Vec<u8>, Vec<u8>)>)>);
+    impl Handler for Trace {
+        fn line(&mut self, line: u32, raw: &[u8], meta: &LineMeta) {
+            self.0.push((line, raw.to_vec(), *meta, None));
+        }
+        fn directive(&mut self, d: &Directive<'_>) {
+            self.0.last_mut().expect("line before directive").3 = Some((d.kind, d.key.to_vec(), d.value.to_vec()));
+        }
+    }
+
+    /// The line reader written the plain way, a search at a time, as the
+    /// specification reads; the fast one must produce the same events.
+    fn plain_reader(body: &[u8]) -> Trace {
+        let mut trace = Trace::default();
+        let body = &body[..body.len().min(MAX_FILE_BYTES)];
+        let mut rest = &body[bom_len(body)..];
+        let mut line_no = 0;
+        loop {
+            let end = rest.iter().position(|b| *b == b'\n' || *b == b'\r').unwrap_or(rest.len());
+            let mut raw = &rest[..end];
+            line_no += 1;
+            let mut meta = LineMeta { too_long: raw.len() > MAX_LINE_BYTES, ..LineMeta::default() };
+            raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
+            let stop = raw.iter().position(|b| *b == b'#' || *b == 0).unwrap_or(raw.len());
+            meta.has_comment = raw.get(stop) == Some(&b'#');
+            meta.has_nul = raw.contains(&0);
+            let text = trim(&raw[..stop]);
+            let split = match text.iter().position(|b| *b == b':') {
+                Some(c) => Some((trim(&text[..c]), trim(&text[c + 1..]))).filter(|(k, _)| !k.is_empty()),
+                None if text.is_empty() => None,
+                None => {
+                    let words: Vec<&[u8]> =
+                        text.split(|b| *b == b' ' || *b == b'\t').filter(|w| !w.is_empty()).collect();
+                    meta.missing_colon = words.len() == 2;
+                    (words.len() == 2).then(|| (trim(words[0]), trim(words[1])))
+                }
+            };
+            meta.is_comment = text.is_empty() && meta.has_comment;
+            meta.is_empty = text.is_empty() && !meta.has_comment;
+            meta.has_directive = split.is_some();
+            trace.0.push((line_no, raw.to_vec(), meta, split.map(|(k, v)| (classify_key(k), k.to_vec(), v.to_vec()))));
+            if end == rest.len() {
+                return trace;
+            }
+            let skip = if rest[end] == b'\r' && rest.get(end + 1) == Some(&b'\n') { 2 } else { 1 };
+            rest = &rest[end + skip..];
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn line_reader_matches_the_plain_reading(
+            pieces in proptest::collection::vec(prop_oneof![
+                8 => proptest::sample::select(b"\n\r#\0: \t\x0bDa/*$%\xef\xbb\xbf".to_vec()).prop_map(|b| vec![b]),
+                1 => proptest::sample::select(vec!["Disallow", "user-agent", "allow:", "sitemap: http://x", "\r\n"])
+                    .prop_map(|s| s.as_bytes().to_vec()),
+                1 => (0usize..70).prop_map(|n| vec![b'x'; n]),
+            ], 0..200),
+            long in proptest::option::of(0usize..200),
+        ) {
+            let mut body: Vec<u8> = pieces.concat();
+            if let Some(at) = long {
+                // One line around the line limit, with the tail cut off.
+                let at = at.min(body.len());
+                body.splice(at..at, std::iter::repeat_n(b'y', MAX_LINE_BYTES - 2 + at % 5));
+            }
+            let mut fast = Trace::default();
+            parse(&body, &mut fast);
+            prop_assert_eq!(fast, plain_reader(&body));
+        }
     }
 }

@@ -543,7 +543,8 @@ mod tests {
 
     /// Every event with the raw line, for comparing two readers.
     #[derive(Default, Debug, PartialEq)]
-    struct Trace(Vec<(u32, Vec<u8>, LineMeta, Option<(KeyKind, Vec<u8>, Vec<u8>)>)>);
+    struct Trace(Vec<(u32, Vec<u8>, LineMeta, Option<Owned>)>);
+    type Owned = (KeyKind, Vec<u8>, Vec<u8>);
     impl Handler for Trace {
         fn line(&mut self, line: u32, raw: &[u8], meta: &LineMeta) {
             self.0.push((line, raw.to_vec(), *meta, None));

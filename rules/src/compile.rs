@@ -167,20 +167,18 @@ impl Builder {
         let mut tables = Tables::with_rules_capacity(self.rules.len());
         let mut sets: Vec<RuleSet> = Vec::with_capacity(tokens.len() + 1);
         // One set of buffers for every set: most files have several.
-        let mut scratch: Vec<Rule> = Vec::new();
         let mut empty: Vec<(u32, bool)> = Vec::new();
         let mut lines: Vec<u32> = Vec::new();
         let mut make_set = |b: &Builder, groups: &[u32], global: bool| -> u32 {
-            scratch.clear();
             empty.clear();
             lines.clear();
             for &g in groups {
-                let (agents, rules, e) = b.group(g as usize);
-                scratch.extend_from_slice(&b.rules[rules]);
+                let (agents, _, e) = b.group(g as usize);
                 empty.extend_from_slice(&b.empty[e]);
                 lines.push(b.agents[agents].first().map_or(0, |a| a.0));
             }
-            sets.push(tables.add_set(&b.arena, &mut scratch, &empty, &lines, global));
+            let rules = groups.iter().map(|&g| &b.rules[b.group(g as usize).1]);
+            sets.push(tables.add_set(&b.arena, rules, &empty, &lines, global));
             (sets.len() - 1) as u32
         };
         let global = (!global_groups.is_empty()).then(|| make_set(&self, &global_groups, true));

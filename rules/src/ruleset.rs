@@ -251,50 +251,47 @@ impl Tables {
         Tables { rules: Vec::with_capacity(rules), ..Tables::default() }
     }
 
-    /// Adds a set built from rules in any order.
-    pub fn add_set(
+    /// Adds a set made of `parts`, rules in any order. They are copied
+    /// once, into the shared table, and ordered and indexed there.
+    pub fn add_set<'r>(
         &mut self,
         arena: &[u8],
-        rules: &mut [Rule],
+        parts: impl IntoIterator<Item = &'r [Rule]>,
         empty: &[(u32, bool)],
         group_lines: &[u32],
         global: bool,
     ) -> RuleSet {
-        for r in rules.iter_mut() {
+        let first = self.rules.len();
+        for part in parts {
+            self.rules.extend_from_slice(part);
+        }
+        let set = &mut self.rules[first..];
+        for r in set.iter_mut() {
             let (lit, shape) = classify(r.pattern(arena));
             r.set_shape(lit, shape);
         }
-        let split = partition(rules, |r| !r.is_leading_wild());
-        let (plain, wild) = rules.split_at_mut(split);
-
-        let first = self.rules.len();
+        let split = partition(set, |r| !r.is_leading_wild());
+        let (plain, wild) = set.split_at_mut(split);
         let literal_index = if plain.len() <= LINEAR_MAX {
             plain.sort_unstable_by(precedence);
-            self.rules.extend_from_slice(plain);
             None
         } else {
-            LiteralIndex::build(self, arena, plain).map(Box::new)
+            LiteralIndex::build(&mut self.slots, &mut self.bits, arena, plain).map(Box::new)
         };
-        let rules = span(&(first..self.rules.len()));
-
-        let wild_first = self.rules.len();
         let gram_index = if wild.len() <= WILD_LINEAR_MAX {
             wild.sort_unstable_by(precedence);
-            self.rules.extend_from_slice(wild);
             None
         } else {
-            Some(Box::new(GramIndex::build(self, arena, wild)))
+            Some(Box::new(GramIndex::build(&mut self.grams, &mut self.bits, arena, wild)))
         };
-        let wild = span(&(wild_first..self.rules.len()));
-
         let e = self.empty.len();
         self.empty.extend_from_slice(empty);
         let g = self.group_lines.len();
         self.group_lines.extend_from_slice(group_lines);
         RuleSet {
-            rules,
+            rules: span(&(first..first + split)),
             literal_index,
-            wild,
+            wild: span(&(first + split..self.rules.len())),
             gram_index,
             empty: span(&(e..self.empty.len())),
             group_lines: span(&(g..self.group_lines.len())),

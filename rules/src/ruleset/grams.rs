@@ -99,7 +99,7 @@ impl GramCounts {
 impl GramIndex {
     /// Stores `rules` (all leading-wildcard rules) in `t`, grouped by key,
     /// and indexes them.
-    pub fn build(t: &mut Tables, arena: &[u8], rules: &mut [Rule]) -> GramIndex {
+    pub fn build(grams: &mut Vec<(u32, u32)>, bits: &mut Vec<u64>, arena: &[u8], rules: &mut [Rule]) -> GramIndex {
         let seed = seed();
         // Every candidate gram is a window of a pattern: their number is at
         // most the patterns' total length.
@@ -137,8 +137,10 @@ impl GramIndex {
             }
         }
         starts.push(keyed.len() as u32);
-        let mut grouped: Vec<Rule> = keyed.iter().map(|k| k.1).collect();
-        mark_ends(&mut grouped, &starts);
+        for (r, k) in rules.iter_mut().zip(&keyed) {
+            *r = k.1;
+        }
+        mark_ends(rules, &starts);
 
         let n_slots = keys.len() * 2 + 1;
         let mut table = vec![(0u32, EMPTY); n_slots];
@@ -155,15 +157,14 @@ impl GramIndex {
             table[at] = (k, first);
         }
 
-        let max_len = grouped.iter().map(|r| r.len).max().unwrap_or(0);
-        t.rules.extend_from_slice(&grouped);
-        let table_at = t.grams.len();
-        t.grams.extend_from_slice(&table);
-        let filter_at = t.bits.len();
-        t.bits.extend_from_slice(&filter);
+        let max_len = rules.iter().map(|r| r.len).max().unwrap_or(0);
+        let table_at = grams.len();
+        grams.extend_from_slice(&table);
+        let filter_at = bits.len();
+        bits.extend_from_slice(&filter);
         GramIndex {
-            table: span(&(table_at..t.grams.len())),
-            filter: span(&(filter_at..t.bits.len())),
+            table: span(&(table_at..grams.len())),
+            filter: span(&(filter_at..bits.len())),
             filter_mask: (filter_bits - 1) as u32,
             widths,
             max_len,

@@ -104,69 +104,86 @@ fn filter_bit(h: u64, mask: u32) -> usize {
 }
 
 impl LiteralIndex {
-    /// Stores `rules` in `t`, grouped into literal buckets, and indexes
-    /// them. Returns `None` (after storing them in precedence order, for a
-    /// linear scan) only for a set too large to index, which a 500 KiB file
-    /// cannot produce.
-    pub fn build(t: &mut Tables, arena: &[u8], rules: &mut [Rule]) -> Option<LiteralIndex> {
+    /// Orders `rules` (a set's literal rules, in the shared table) into
+    /// literal buckets, and indexes them into `slots` and `bits`. Returns
+    /// `None` (after putting them in precedence order, for a linear scan)
+    /// only for a set too large to index, which a 500 KiB file cannot
+    /// produce.
+    ///
+    /// Parsing a large file is mostly this and reading lines, so it writes
+    /// the table and filter where they stay, and keeps no list per rule
+    /// unless some literal repeats.
+    pub fn build(slots: &mut Vec<u32>, bits: &mut Vec<u64>, arena: &[u8], rules: &mut [Rule]) -> Option<LiteralIndex> {
         if rules.len() > MAX_RULES {
             rules.sort_unstable_by(precedence);
-            t.rules.extend_from_slice(rules);
             return None;
         }
         let seed = seed();
         // At most one literal per rule: the table stays at most half full.
         let n_slots = rules.len() * 2 + 1;
-        // While building, a slot holds (bucket << TAG_BITS) | tag.
-        let mut slots = vec![EMPTY; n_slots];
+        let slots_at = slots.len();
+        slots.resize(slots_at + n_slots, EMPTY);
+        let table = &mut slots[slots_at..];
+        // Sized as if every literal were distinct, as they usually are.
+        let filter_bits = (rules.len() * 16).next_power_of_two().max(64);
+        let filter_mask = (filter_bits - 1) as u32;
+        let filter_at = bits.len();
+        bits.resize(filter_at + filter_bits / 64, 0);
+        let filter = &mut bits[filter_at..];
+        // While building, a slot holds (first rule of the literal << TAG_BITS)
+        // | tag. Once a literal repeats, `first_of` holds that rule for each.
         let mut first_of: Vec<u32> = Vec::new();
-        let mut hashes: Vec<u64> = Vec::new();
-        let mut bucket_of: Vec<u32> = Vec::with_capacity(rules.len());
         let mut max_len = 0;
-        for (i, r) in rules.iter().enumerate() {
+        for i in 0..rules.len() {
+            let r = rules[i];
             let lit = r.literal(arena);
             max_len = max_len.max(lit.len());
             // Hashed in place, so the last partial word can be read whole.
             let h = hash(seed, &arena[r.start as usize..], lit.len());
             let mut at = home(h, n_slots);
-            let bucket = loop {
-                let s = slots[at];
+            let first = loop {
+                let s = table[at];
                 if s == EMPTY {
-                    let b = first_of.len() as u32;
-                    first_of.push(i as u32);
-                    hashes.push(h);
-                    slots[at] = (b << TAG_BITS) | tag(h);
-                    break b;
+                    table[at] = ((i as u32) << TAG_BITS) | tag(h);
+                    let bit = filter_bit(h, filter_mask);
+                    filter[bit / 64] |= 1 << (bit % 64);
+                    break i as u32;
                 }
-                if s & TAG_MASK == tag(h) && rules[first_of[(s >> TAG_BITS) as usize] as usize].literal(arena) == lit {
+                if s & TAG_MASK == tag(h) && rules[(s >> TAG_BITS) as usize].literal(arena) == lit {
                     break s >> TAG_BITS;
                 }
                 at = if at + 1 == n_slots { 0 } else { at + 1 };
             };
-            bucket_of.push(bucket);
+            if first != i as u32 && first_of.is_empty() {
+                // The first repeat: every rule before it was its own first.
+                first_of.reserve_exact(rules.len());
+                first_of.extend(0..i as u32);
+            }
+            if !first_of.is_empty() {
+                first_of.push(first);
+            }
         }
 
-        if first_of.len() == rules.len() {
+        if first_of.is_empty() {
             // Every literal distinct, as in most large sets: each rule is its
             // own bucket, already where the slots say.
             for r in rules.iter_mut() {
                 r.set_last();
             }
-            t.rules.extend_from_slice(rules);
         } else {
-            // Group by bucket with a counting sort, then order each bucket.
-            let mut starts = vec![0u32; first_of.len() + 1];
-            for &b in &bucket_of {
-                starts[b as usize + 1] += 1;
+            // Group by first rule with a counting sort, then order each bucket.
+            let mut starts = vec![0u32; rules.len() + 1];
+            for &f in &first_of {
+                starts[f as usize + 1] += 1;
             }
             for i in 1..starts.len() {
                 starts[i] += starts[i - 1];
             }
             let mut next = starts.clone();
             let mut grouped = vec![rules[0]; rules.len()];
-            for (r, &b) in rules.iter().zip(&bucket_of) {
-                grouped[next[b as usize] as usize] = *r;
-                next[b as usize] += 1;
+            for (r, &f) in rules.iter().zip(&first_of) {
+                grouped[next[f as usize] as usize] = *r;
+                next[f as usize] += 1;
             }
             for w in starts.windows(2) {
                 let bucket = &mut grouped[w[0] as usize..w[1] as usize];
@@ -175,36 +192,25 @@ impl LiteralIndex {
                 }
             }
             mark_ends(&mut grouped, &starts);
-            for s in &mut slots {
+            rules.copy_from_slice(&grouped);
+            for s in table.iter_mut() {
                 if *s != EMPTY {
                     *s = (starts[(*s >> TAG_BITS) as usize] << TAG_BITS) | (*s & TAG_MASK);
                 }
             }
-            t.rules.extend_from_slice(&grouped);
         }
 
-        let mut lens = vec![0u64; max_len / 64 + 1];
-        for &first in &first_of {
-            let l = usize::from(rules[first as usize].lit);
+        let lens_at = bits.len();
+        bits.resize(lens_at + max_len / 64 + 1, 0);
+        let lens = &mut bits[lens_at..];
+        for r in rules.iter() {
+            let l = usize::from(r.lit);
             lens[l / 64] |= 1 << (l % 64);
         }
-        let filter_bits = (first_of.len() * 16).next_power_of_two().max(64);
-        let filter_mask = (filter_bits - 1) as u32;
-        let mut filter = vec![0u64; filter_bits / 64];
-        for &h in &hashes {
-            let bit = filter_bit(h, filter_mask);
-            filter[bit / 64] |= 1 << (bit % 64);
-        }
-        let slots_at = t.slots.len();
-        t.slots.extend_from_slice(&slots);
-        let lens_at = t.bits.len();
-        t.bits.extend_from_slice(&lens);
-        let filter_at = t.bits.len();
-        t.bits.extend_from_slice(&filter);
         Some(LiteralIndex {
-            slots: span(&(slots_at..t.slots.len())),
-            lens: span(&(lens_at..filter_at)),
-            filter: span(&(filter_at..t.bits.len())),
+            slots: span(&(slots_at..slots.len())),
+            lens: span(&(lens_at..bits.len())),
+            filter: span(&(filter_at..lens_at)),
             filter_mask,
             max_len: max_len as u32,
             seed,

@@ -95,7 +95,16 @@ impl Builder {
         }
         self.in_rules = true;
         let allow = d.kind == KeyKind::Allow;
-        let pattern = parse::normalize_pattern(d.value);
+        // The line reader has nearly always seen that the value needs no
+        // normalising, and where its first `*` is.
+        let (pattern, star) = match d.marks {
+            Some(m) if m.plain => (Cow::Borrowed(d.value), m.star),
+            _ => {
+                let p = parse::normalize_pattern(d.value);
+                let star = memchr::memchr(b'*', &p);
+                (p, star)
+            }
+        };
         if pattern.is_empty() {
             self.empty.push((d.line, allow));
             return;
@@ -107,11 +116,12 @@ impl Builder {
         if matches!(pattern, Cow::Owned(_)) || derived.is_some() {
             self.written.push((d.line, d.value.into()));
         }
-        push_rule(&mut self.arena, &mut self.rules, &pattern, d.line, allow, false);
+        push_rule(&mut self.arena, &mut self.rules, &pattern, star, d.line, allow, false);
         if let Some(dir) = derived {
             let mut bare = dir.to_vec();
             bare.push(b'$');
-            push_rule(&mut self.arena, &mut self.rules, &bare, d.line, true, true);
+            let star = memchr::memchr(b'*', &bare);
+            push_rule(&mut self.arena, &mut self.rules, &bare, star, d.line, true, true);
         }
     }
 
@@ -205,8 +215,16 @@ impl Builder {
     }
 }
 
-fn push_rule(arena: &mut Vec<u8>, rules: &mut Vec<Rule>, pattern: &[u8], line: u32, allow: bool, derived: bool) {
-    rules.push(Rule::new(arena.len(), pattern.len(), line, allow, derived));
+fn push_rule(
+    arena: &mut Vec<u8>,
+    rules: &mut Vec<Rule>,
+    pattern: &[u8],
+    star: Option<usize>,
+    line: u32,
+    allow: bool,
+    derived: bool,
+) {
+    rules.push(Rule::new(pattern, star, arena.len(), line, allow, derived));
     arena.extend_from_slice(pattern);
 }
 

@@ -64,6 +64,20 @@ pub struct Directive<'a> {
     pub key: &'a [u8],
     /// The value as written (after trimming), before percent-normalisation.
     pub value: &'a [u8],
+    /// What the line reader saw of `value` on its way through, so that
+    /// compiling a rule needs no second pass over it; `None` when the line
+    /// had no colon.
+    pub marks: Option<Marks>,
+}
+
+/// Facts about a directive's value, found while reading its line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Marks {
+    /// Offset in the value of its first `*`.
+    pub star: Option<usize>,
+    /// The value holds no `%` and no byte of 0x80 and up, so
+    /// [`normalize_pattern`] would return it unchanged.
+    pub plain: bool,
 }
 
 /// Receives the parser's events. Every method has an empty default, so a
@@ -89,27 +103,35 @@ pub fn parse<H: Handler + ?Sized>(body: &[u8], handler: &mut H) {
     let mut specials = Specials::new(body, start);
     let mut line_no: u32 = 0;
     loop {
-        // Where this line's special bytes are: its end, its first `:`, its
-        // first `#` or NUL (which ends the content), its first NUL.
-        let mut cuts = Cuts { colon: usize::MAX, stop: usize::MAX, nul: usize::MAX };
+        // Where this line's special bytes are (see `Cuts`).
+        let mut cuts = Cuts::NONE;
         let (end, next) = loop {
-            let Some(i) = specials.next() else { break (body.len(), None) };
+            // Once a `#` or NUL has ended the content, only the line's end
+            // (and, for the lint, a NUL) still matters.
+            let found = if cuts.stop == usize::MAX { specials.next() } else { specials.next_cut() };
+            let Some(i) = found else { break (body.len(), None) };
+            let at = i - start;
             match body[i] {
                 b'\n' => break (i, Some(i + 1)),
                 b'\r' => {
                     // CRLF is one terminator; "\r\r" or "\n\r" are two.
                     if body.get(i + 1) == Some(&b'\n') {
-                        specials.next();
+                        specials.next_cut();
                         break (i, Some(i + 2));
                     }
                     break (i, Some(i + 1));
                 }
-                b':' => cuts.colon = cuts.colon.min(i - start),
-                b'#' => cuts.stop = cuts.stop.min(i - start),
-                _ => {
-                    cuts.stop = cuts.stop.min(i - start);
-                    cuts.nul = cuts.nul.min(i - start);
+                b':' => cuts.colon = cuts.colon.min(at),
+                b'#' => cuts.stop = at,
+                0 => {
+                    cuts.stop = cuts.stop.min(at);
+                    cuts.nul = cuts.nul.min(at);
                 }
+                // Only what follows the colon can be in the value.
+                b'*' if cuts.colon < at => cuts.star = cuts.star.min(at),
+                b'*' => {}
+                _ if cuts.colon < at => cuts.escape = cuts.escape.min(at),
+                _ => {}
             }
         };
         line_no = line_no.saturating_add(1);
@@ -121,7 +143,7 @@ pub fn parse<H: Handler + ?Sized>(body: &[u8], handler: &mut H) {
     }
 }
 
-/// Offsets in a line of the bytes that cut it, `usize::MAX` for none.
+/// Offsets in a line of the bytes that shape it, `usize::MAX` for none.
 #[derive(Clone, Copy)]
 struct Cuts {
     /// The first `:`.
@@ -130,6 +152,15 @@ struct Cuts {
     stop: usize,
     /// The first NUL.
     nul: usize,
+    /// The first `*` after the first colon.
+    star: usize,
+    /// The first `%` or byte of 0x80 and up after the first colon.
+    escape: usize,
+}
+
+impl Cuts {
+    const NONE: Cuts =
+        Cuts { colon: usize::MAX, stop: usize::MAX, nul: usize::MAX, star: usize::MAX, escape: usize::MAX };
 }
 
 /// Google-specific: a byte-order mark should never appear in robots.txt, but
@@ -155,7 +186,12 @@ fn emit_line<H: Handler + ?Sized>(line_no: u32, raw: &[u8], cuts: Cuts, handler:
     meta.has_nul = cuts.nul < raw.len();
     let directive = if cuts.colon < stop {
         let key = trim(&raw[..cuts.colon]);
-        (!key.is_empty()).then(|| (key, trim(&raw[cuts.colon + 1..stop])))
+        let value = trimmed(raw, cuts.colon + 1, stop);
+        // Whitespace is neither `*` nor an escape, so the first of each
+        // after the colon is in the value or past it.
+        let marks =
+            Marks { star: (cuts.star < value.end).then(|| cuts.star - value.start), plain: cuts.escape >= value.end };
+        (!key.is_empty()).then(|| (key, &raw[value], Some(marks)))
     } else {
         let text = trim(&raw[..stop]);
         if text.is_empty() {
@@ -169,10 +205,11 @@ fn emit_line<H: Handler + ?Sized>(line_no: u32, raw: &[u8], cuts: Cuts, handler:
         }
         whitespace_separator(text).map(|sep| {
             meta.missing_colon = true;
-            (trim(&text[..sep]), trim(&text[sep + 1..]))
+            (trim(&text[..sep]), trim(&text[sep + 1..]), None)
         })
     };
-    let directive = directive.map(|(key, value)| Directive { line: line_no, kind: classify_key(key), key, value });
+    let directive =
+        directive.map(|(key, value, marks)| Directive { line: line_no, kind: classify_key(key), key, value, marks });
     meta.has_directive = directive.is_some();
     handler.line(line_no, raw, &meta);
     if let Some(d) = directive {
@@ -242,6 +279,19 @@ pub fn is_space(b: u8) -> bool {
     // of every key and value.
     const SPACES: u64 = 1 << b' ' | 1 << b'\t' | 1 << b'\n' | 1 << 0x0B | 1 << 0x0C | 1 << b'\r';
     b <= b' ' && (SPACES >> b) & 1 != 0
+}
+
+/// The range of `s[start..end]` left when Google whitespace is trimmed
+/// from both ends.
+#[inline]
+fn trimmed(s: &[u8], mut start: usize, mut end: usize) -> std::ops::Range<usize> {
+    while start < end && is_space(s[start]) {
+        start += 1;
+    }
+    while end > start && is_space(s[end - 1]) {
+        end -= 1;
+    }
+    start..end
 }
 
 /// Trims Google whitespace from both ends.
@@ -544,13 +594,14 @@ mod tests {
     /// Every event with the raw line, for comparing two readers.
     #[derive(Default, Debug, PartialEq)]
     struct Trace(Vec<(u32, Vec<u8>, LineMeta, Option<Owned>)>);
-    type Owned = (KeyKind, Vec<u8>, Vec<u8>);
+    type Owned = (KeyKind, Vec<u8>, Vec<u8>, Option<Marks>);
     impl Handler for Trace {
         fn line(&mut self, line: u32, raw: &[u8], meta: &LineMeta) {
             self.0.push((line, raw.to_vec(), *meta, None));
         }
         fn directive(&mut self, d: &Directive<'_>) {
-            self.0.last_mut().expect("line before directive").3 = Some((d.kind, d.key.to_vec(), d.value.to_vec()));
+            self.0.last_mut().expect("line before directive").3 =
+                Some((d.kind, d.key.to_vec(), d.value.to_vec(), d.marks));
         }
     }
 
@@ -572,19 +623,32 @@ mod tests {
             meta.has_nul = raw.contains(&0);
             let text = trim(&raw[..stop]);
             let split = match text.iter().position(|b| *b == b':') {
-                Some(c) => Some((trim(&text[..c]), trim(&text[c + 1..]))).filter(|(k, _)| !k.is_empty()),
+                Some(c) => {
+                    Some((trim(&text[..c]), trim(&text[c + 1..]))).filter(|(k, _)| !k.is_empty()).map(|(k, v)| {
+                        let marks = Marks {
+                            star: v.iter().position(|b| *b == b'*'),
+                            plain: !v.iter().any(|b| *b == b'%' || *b >= 0x80),
+                        };
+                        (k, v, Some(marks))
+                    })
+                }
                 None if text.is_empty() => None,
                 None => {
                     let words: Vec<&[u8]> =
                         text.split(|b| *b == b' ' || *b == b'\t').filter(|w| !w.is_empty()).collect();
                     meta.missing_colon = words.len() == 2;
-                    (words.len() == 2).then(|| (trim(words[0]), trim(words[1])))
+                    (words.len() == 2).then(|| (trim(words[0]), trim(words[1]), None))
                 }
             };
             meta.is_comment = text.is_empty() && meta.has_comment;
             meta.is_empty = text.is_empty() && !meta.has_comment;
             meta.has_directive = split.is_some();
-            trace.0.push((line_no, raw.to_vec(), meta, split.map(|(k, v)| (classify_key(k), k.to_vec(), v.to_vec()))));
+            trace.0.push((
+                line_no,
+                raw.to_vec(),
+                meta,
+                split.map(|(k, v, m)| (classify_key(k), k.to_vec(), v.to_vec(), m)),
+            ));
             if end == rest.len() {
                 return trace;
             }
@@ -600,7 +664,7 @@ mod tests {
         #[test]
         fn line_reader_matches_the_plain_reading(
             pieces in proptest::collection::vec(prop_oneof![
-                8 => proptest::sample::select(b"\n\r#\0: \t\x0bDa/*$%\xef\xbb\xbf".to_vec()).prop_map(|b| vec![b]),
+                8 => proptest::sample::select(b"\n\r#\0: \t\x0bDa/*$%\xef\xbb\xbf\xd0".to_vec()).prop_map(|b| vec![b]),
                 1 => proptest::sample::select(vec!["Disallow", "user-agent", "allow:", "sitemap: http://x", "\r\n"])
                     .prop_map(|s| s.as_bytes().to_vec()),
                 1 => (0usize..70).prop_map(|n| vec![b'x'; n]),

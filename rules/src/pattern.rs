@@ -29,7 +29,13 @@ pub(crate) enum Shape {
 /// Splits a pattern into the length of its leading literal (the bytes
 /// before the first `*`, without a final anchoring `$`) and its [`Shape`].
 pub(crate) fn classify(pattern: &[u8]) -> (usize, Shape) {
-    match memchr::memchr(b'*', pattern) {
+    classify_at(pattern, memchr::memchr(b'*', pattern))
+}
+
+/// [`classify`] for a pattern whose first `*` is already known to be at
+/// `star`.
+pub(crate) fn classify_at(pattern: &[u8], star: Option<usize>) -> (usize, Shape) {
+    match star {
         None => match pattern.split_last() {
             Some((b'$', lit)) => (lit.len(), Shape::Exact),
             _ => (pattern.len(), Shape::Prefix),

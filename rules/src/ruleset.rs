@@ -28,7 +28,7 @@ mod literals;
 use std::ops::Range;
 
 use crate::bytes::has_prefix;
-use crate::pattern::{Shape, classify, matches_after_literal};
+use crate::pattern::{Shape, classify_at, matches_after_literal};
 use grams::GramIndex;
 use literals::LiteralIndex;
 
@@ -62,14 +62,19 @@ const SHAPE_SHIFT: u32 = 2;
 const LAST: u32 = 16;
 
 impl Rule {
-    pub fn new(start: usize, len: usize, line: u32, allow: bool, derived: bool) -> Rule {
+    /// A rule for the pattern at `start` in the arena, whose first `*` is
+    /// at `star`.
+    pub fn new(pattern: &[u8], star: Option<usize>, start: usize, line: u32, allow: bool, derived: bool) -> Rule {
         let flags = if allow { ALLOW } else { 0 } | if derived { DERIVED } else { 0 };
-        Rule {
+        let mut rule = Rule {
             start: start as u32,
             line_flags: (line << 8) | flags,
-            len: u16::try_from(len).unwrap_or(u16::MAX),
+            len: u16::try_from(pattern.len()).unwrap_or(u16::MAX),
             lit: 0,
-        }
+        };
+        let (lit, shape) = classify_at(pattern, star);
+        rule.set_shape(lit, shape);
+        rule
     }
     pub fn line(&self) -> u32 {
         self.line_flags >> 8
@@ -266,10 +271,6 @@ impl Tables {
             self.rules.extend_from_slice(part);
         }
         let set = &mut self.rules[first..];
-        for r in set.iter_mut() {
-            let (lit, shape) = classify(r.pattern(arena));
-            r.set_shape(lit, shape);
-        }
         let split = partition(set, |r| !r.is_leading_wild());
         let (plain, wild) = set.split_at_mut(split);
         let literal_index = if plain.len() <= LINEAR_MAX {

@@ -146,6 +146,10 @@ const CASES: &[Case] = cases! {
     google_only_index_priority_is_bare_dir:
         b"User-agent: *\nAllow: /d/index.html\nDisallow: /d/\n", "a", "http://x/d/" => ALLOW, 2;
     google_only_index_root: b"User-agent: *\nDisallow: /\nAllow: /index.html\n", "a", "http://x/" => ALLOW, 3;
+    google_only_index_html_directory_keeps_its_wildcard:
+        b"User-agent: *\nDisallow: /\nAllow: /a*/index.html\n", "a", "http://x/abc/" => ALLOW, 3;
+    google_only_index_html_after_an_escape:
+        b"User-agent: *\nDisallow: /\nAllow: /%c3%a9*/index.html\n", "a", "http://x/%C3%A9t%C3%A9/" => ALLOW, 3;
     google_only_index_not_for_disallow: b"User-agent: *\nDisallow: /d/index.html\n", "a", "http://x/d/" => ALLOW, 0;
 };
 

@@ -69,25 +69,36 @@ struct Builder {
 }
 
 impl Handler for Builder {
+    #[inline]
     fn directive(&mut self, d: &Directive<'_>) {
+        // Rule lines are nearly all lines: the others are kept out of line
+        // so that the rule path saves and restores few registers.
         match d.kind {
-            KeyKind::UserAgent => {
-                if self.in_rules || self.groups.is_empty() {
-                    self.groups.push(self.end());
-                    self.in_rules = false;
-                }
-                let name = parse::agent_key(d.value).map_or(AgentName::Global, |t| AgentName::Token(t.into()));
-                self.agents.push((d.line, name));
-            }
             KeyKind::Allow | KeyKind::Disallow => self.rule(d),
-            KeyKind::Sitemap | KeyKind::Unknown => {
-                self.extras.push(Extra { line: d.line, kind: d.kind, key: d.key.into(), value: d.value.into() })
-            }
+            KeyKind::UserAgent => self.user_agent(d),
+            KeyKind::Sitemap | KeyKind::Unknown => self.extra(d),
         }
     }
 }
 
 impl Builder {
+    #[inline(never)]
+    fn user_agent(&mut self, d: &Directive<'_>) {
+        if self.in_rules || self.groups.is_empty() {
+            self.groups.push(self.end());
+            self.in_rules = false;
+        }
+        let name = parse::agent_key(d.value).map_or(AgentName::Global, |t| AgentName::Token(t.into()));
+        self.agents.push((d.line, name));
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn extra(&mut self, d: &Directive<'_>) {
+        self.extras.push(Extra { line: d.line, kind: d.kind, key: d.key.into(), value: d.value.into() })
+    }
+
+    #[inline]
     fn rule(&mut self, d: &Directive<'_>) {
         // Rules before any user-agent line belong to no group.
         if self.groups.is_empty() {
@@ -231,7 +242,9 @@ fn push_rule(
 /// Google-specific: an Allow whose last path segment starts with
 /// `index.htm` also allows the bare directory, as `<dir>/$`.
 fn index_html_directory(pattern: &[u8]) -> Option<&[u8]> {
-    let slash = memchr::memrchr(b'/', pattern)?;
+    // The last segment is short, so a plain backward loop finds its slash
+    // sooner than a vector search is set up.
+    let slash = pattern.iter().rposition(|b| *b == b'/')?;
     pattern[slash..].starts_with(b"/index.htm").then(|| &pattern[..=slash])
 }
 

@@ -226,6 +226,7 @@ impl Builder {
     }
 }
 
+#[inline(always)]
 fn push_rule(
     arena: &mut Vec<u8>,
     rules: &mut Vec<Rule>,

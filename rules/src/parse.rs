@@ -231,6 +231,7 @@ fn whitespace_separator(text: &[u8]) -> Option<usize> {
 
 /// Decides a key's kind by case-insensitive prefix, so `Disallowed:` is a
 /// disallow, exactly as Google does.
+#[inline(always)]
 pub fn classify_key(key: &[u8]) -> KeyKind {
     let starts = |p: &str| starts_ignore_case(key, p.as_bytes());
     // Every spelling of a kind starts with the same letter, so the first

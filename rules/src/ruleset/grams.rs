@@ -97,8 +97,8 @@ impl GramCounts {
 }
 
 impl GramIndex {
-    /// Stores `rules` (all leading-wildcard rules) in `t`, grouped by key,
-    /// and indexes them.
+    /// Orders `rules` (a set's leading-wildcard rules, in the shared table)
+    /// into buckets by key, and indexes them into `grams` and `bits`.
     pub fn build(grams: &mut Vec<(u32, u32)>, bits: &mut Vec<u64>, arena: &[u8], rules: &mut [Rule]) -> GramIndex {
         let seed = seed();
         // Every candidate gram is a window of a pattern: their number is at

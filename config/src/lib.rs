@@ -123,6 +123,11 @@ pub struct ProxySettings {
     /// Worker threads of the proxy service (Pingora's default is 1).
     #[serde(default = "default_threads")]
     pub threads: usize,
+    /// Serve plain HTTP/1.1 requests on the gateway's own lean path (the
+    /// default). `false` sends every request through Pingora's full proxy
+    /// pipeline, for comparison or as a fallback.
+    #[serde(default = "default_true")]
+    pub fast_path: bool,
 }
 
 /// A TLS listener.
@@ -331,6 +336,9 @@ fn default_staleness() -> Duration {
 }
 fn default_unknown_status() -> u16 {
     421
+}
+fn default_true() -> bool {
+    true
 }
 fn default_threads() -> usize {
     1

@@ -1,16 +1,12 @@
-//! The gateway: Pingora's `ProxyHttp`, its hooks in the order a request
-//! meets them. `request_filter` owns `/robots.txt` and enforcement and
-//! answers them itself; everything else goes to the site's origin
-//! unchanged. The proxy parses nothing itself: verdicts come from `rules`.
+//! The gateway's decisions, shared by both request paths: which site a
+//! Host names, what `/robots.txt` is answered with, and what a crawler's
+//! request is judged. The fast HTTP/1.1 path (`forward`) and Pingora's full
+//! pipeline (`pipeline`) both call these, so they cannot disagree. The proxy
+//! parses no robots.txt itself: verdicts come from `rules`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use bytes::Bytes;
-use pingora::http::ResponseHeader;
-use pingora::prelude::*;
-use pingora::proxy::{ProxyHttp, Session};
 use robotsgate_config::SiteProxy;
 use serde_json::json;
 
@@ -18,6 +14,7 @@ use crate::crawler::Crawlers;
 use crate::metrics::Metrics;
 use crate::origin::Origin;
 use crate::store::{RobotsStore, State};
+use crate::upstream::Upstream;
 
 /// A site the gateway fronts.
 #[derive(Debug)]
@@ -28,6 +25,15 @@ pub struct FrontedSite {
     pub proxy: SiteProxy,
     /// Where proxied requests go.
     pub origin: Origin,
+    /// Idle keep-alive connections to a plain-HTTP origin (fast path only).
+    pub upstream: Upstream,
+}
+
+impl FrontedSite {
+    /// A site as configured.
+    pub fn new(name: &str, proxy: SiteProxy) -> FrontedSite {
+        FrontedSite { name: name.to_string(), origin: Origin::new(&proxy.origin), proxy, upstream: Upstream::default() }
+    }
 }
 
 /// Shared state, for the life of the process.
@@ -45,103 +51,40 @@ pub struct Gateway {
     pub unknown_host_status: u16,
 }
 
-/// Facts about one request, written early and read late.
-#[derive(Debug, Default)]
-pub struct RequestCtx {
-    site: Option<Arc<FrontedSite>>,
-    crawler: Option<String>,
-    verdict: Option<(bool, Option<u32>)>,
+/// The body sent to a Host no site is configured for.
+pub const UNKNOWN_HOST_BODY: &[u8] = b"robots-proxy: no site is configured for this host\n";
+
+/// A declared crawler's request and what the site's robots.txt says of it.
+#[derive(Debug, Clone)]
+pub struct Visit {
+    /// The crawler's product token, as the crawler list spells it.
+    pub crawler: String,
+    /// The verdict.
+    pub allowed: bool,
+    /// The deciding line, if a rule decided.
+    pub line: Option<u32>,
+    /// Whether the gateway refuses the request (403).
+    pub refused: bool,
 }
 
 impl Gateway {
-    fn site_for(&self, session: &Session) -> Option<Arc<FrontedSite>> {
-        let req = session.req_header();
-        let host = req.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).or_else(|| req.uri.host())?;
+    /// The site a `Host` header value names; a port is ignored, and so is case.
+    pub fn site(&self, host: &str) -> Option<&Arc<FrontedSite>> {
         let host = host
             .rsplit_once(':')
             .map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host });
-        self.hosts.get(&host.to_ascii_lowercase()).cloned()
-    }
-
-    async fn respond(
-        session: &mut Session,
-        status: u16,
-        headers: &[(&str, String)],
-        body: Bytes,
-        head_only: bool,
-    ) -> Result<()> {
-        let mut resp = ResponseHeader::build(status, Some(headers.len() + 1))?;
-        for (k, v) in headers {
-            resp.insert_header(k.to_string(), v.as_str())?;
-        }
-        resp.insert_header("Content-Length", body.len().to_string())?;
-        session.write_response_header(Box::new(resp), head_only).await?;
-        if !head_only {
-            session.write_response_body(Some(body), true).await?;
-        }
-        Ok(())
-    }
-
-    /// Answers `/robots.txt` from the store; `false` lets it through to the origin.
-    async fn serve_robots(&self, session: &mut Session, site: &FrontedSite) -> Result<bool> {
-        let state = self.store.state(&site.name);
-        let State::Serve(served) = &*state else { return Ok(false) };
-        let head_only = session.req_header().method == http::Method::HEAD;
-        let not_modified = session
-            .req_header()
-            .headers
-            .get(http::header::IF_NONE_MATCH)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.split(',').any(|t| t.trim() == served.etag));
-        served.served.inc();
-        if not_modified {
-            let mut head = served.head.clone();
-            head.set_status(304)?;
-            head.remove_header("Content-Length");
-            head.insert_header("Content-Length", "0")?;
-            session.write_response_header(Box::new(head), true).await?;
+        if host.bytes().any(|b| b.is_ascii_uppercase()) {
+            self.hosts.get(&host.to_ascii_lowercase())
         } else {
-            session.write_response_header_ref(&served.head, head_only).await?;
-            if !head_only {
-                session.write_response_body(Some(served.body.clone()), true).await?;
-            }
+            self.hosts.get(host)
         }
-        Ok(true)
-    }
-}
-
-#[async_trait]
-impl ProxyHttp for Gateway {
-    type CTX = RequestCtx;
-
-    fn new_ctx(&self) -> Self::CTX {
-        RequestCtx::default()
     }
 
-    /// No modules: Pingora's default adds a response-compression module
-    /// that is switched off yet still runs on every request. Pass-through
-    /// means the origin's encoding is left as it is.
-    fn init_downstream_modules(&self, _modules: &mut pingora::modules::http::HttpModules) {}
-
-    async fn request_filter(&self, session: &mut Session, ctx: &mut Self::CTX) -> Result<bool> {
-        let Some(site) = self.site_for(session) else {
-            let body = Bytes::from_static(b"robots-proxy: no site is configured for this host\n");
-            let headers = [("Content-Type", "text/plain; charset=utf-8".to_string())];
-            Self::respond(session, self.unknown_host_status, &headers, body, false).await?;
-            return Ok(true);
-        };
-        ctx.site = Some(Arc::clone(&site));
-        let path = session.req_header().uri.path();
-        let is_robots = path == "/robots.txt";
-        if is_robots && matches!(session.req_header().method, http::Method::GET | http::Method::HEAD) {
-            return self.serve_robots(session, &site).await;
-        }
-        if is_robots {
-            return Ok(false);
-        }
-        let ua = session.req_header().headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let Some(crawler) = self.crawlers.identify(ua) else { return Ok(false) };
-        let target = session.req_header().uri.path_and_query().map_or("/", |p| p.as_str());
+    /// Judges a request by its User-Agent and target (path and query)
+    /// against the site's current robots.txt, and counts it. `None` when
+    /// the User-Agent is no declared crawler.
+    pub fn visit(&self, site: &FrontedSite, user_agent: &str, target: &str) -> Option<Visit> {
+        let crawler = self.crawlers.identify(user_agent)?;
         let state = self.store.state(&site.name);
         let (allowed, line) = match &*state {
             State::Serve(served) => {
@@ -151,45 +94,29 @@ impl ProxyHttp for Gateway {
             // No file (4xx) or no good copy yet: nothing restricts crawling.
             State::NoFile(_) | State::Unknown => (true, None),
         };
-        ctx.crawler = Some(crawler.to_string());
-        ctx.verdict = Some((allowed, line));
         self.metrics.crawler_requests.with_label_values(&[crawler, if allowed { "allow" } else { "disallow" }]).inc();
-        if !allowed && site.proxy.enforce {
+        let refused = !allowed && site.proxy.enforce;
+        if refused {
             self.metrics.enforced.with_label_values(&[&site.name, crawler]).inc();
-            let body = Bytes::from(format!("robots.txt of this site disallows this URL for {crawler}\n"));
-            let headers = [("Content-Type", "text/plain; charset=utf-8".to_string())];
-            Self::respond(session, 403, &headers, body, false).await?;
-            return Ok(true);
         }
-        Ok(false)
+        Some(Visit { crawler: crawler.to_string(), allowed, line, refused })
     }
 
-    async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Self::CTX) -> Result<Box<HttpPeer>> {
-        let Some(site) = &ctx.site else {
-            return Err(Error::explain(ErrorType::HTTPStatus(421), "no site for this host"));
-        };
-        let addr = match site.origin.addr().await {
-            Ok(addr) => addr,
-            Err(e) => {
-                tracing::warn!(site = %site.name, error = %e, "cannot proxy");
-                return Err(Error::explain(ErrorType::HTTPStatus(502), e));
-            }
-        };
-        let sni = site.proxy.sni.clone().unwrap_or_else(|| site.proxy.hosts[0].clone());
-        Ok(Box::new(HttpPeer::new(addr, site.proxy.origin_tls, sni)))
+    /// The body of the 403 a refused crawler gets.
+    pub fn refusal(visit: &Visit) -> String {
+        format!("robots.txt of this site disallows this URL for {}\n", visit.crawler)
     }
 
-    async fn logging(&self, session: &mut Session, _e: Option<&pingora::Error>, ctx: &mut Self::CTX) {
-        let (Some(crawler), Some((allowed, line))) = (&ctx.crawler, ctx.verdict) else { return };
-        let status = session.response_written().map_or(0, |r| r.status.as_u16());
-        let req = session.req_header();
+    /// Writes the structured log line of a crawler's request, once its
+    /// response status is known.
+    pub fn log_visit(site: &FrontedSite, visit: &Visit, method: &str, target: &str, status: u16) {
         let line = json!({
-            "site": ctx.site.as_ref().map(|s| s.name.as_str()),
-            "crawler": crawler,
-            "method": req.method.as_str(),
-            "url": req.uri.path_and_query().map_or("/", |p| p.as_str()),
-            "verdict": if allowed { "allow" } else { "disallow" },
-            "line": line,
+            "site": site.name,
+            "crawler": visit.crawler,
+            "method": method,
+            "url": target,
+            "verdict": if visit.allowed { "allow" } else { "disallow" },
+            "line": visit.line,
             "status": status,
         });
         println!("{line}");

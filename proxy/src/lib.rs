@@ -6,8 +6,12 @@
 
 pub mod admin;
 pub mod crawler;
+pub mod forward;
+pub mod framing;
 pub mod gateway;
 pub mod metrics;
 pub mod origin;
+pub mod pipeline;
 pub mod refresh;
 pub mod store;
+pub mod upstream;

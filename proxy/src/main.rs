@@ -17,9 +17,10 @@ use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 use proxy::admin::Admin;
 use proxy::crawler::Crawlers;
+use proxy::forward::Front;
 use proxy::gateway::{FrontedSite, Gateway};
 use proxy::metrics::Metrics;
-use proxy::origin::Origin;
+use proxy::pipeline::Pipeline;
 use proxy::refresh::{Refresher, SiteRobots};
 use proxy::store::RobotsStore;
 use robotsgate_config::Config;
@@ -107,7 +108,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
     let mut hosts = HashMap::new();
     for (name, p) in &fronted {
-        let site = Arc::new(FrontedSite { name: name.clone(), proxy: p.clone(), origin: Origin::new(&p.origin) });
+        let site = Arc::new(FrontedSite::new(name, p.clone()));
         for h in &p.hosts {
             hosts.insert(h.to_ascii_lowercase(), Arc::clone(&site));
         }
@@ -123,14 +124,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
 
-    let gateway = Gateway {
+    let gateway = Arc::new(Gateway {
         hosts,
         store: Arc::clone(&store),
         crawlers: Crawlers::new(&settings.crawlers),
         metrics: Arc::clone(&metrics),
         unknown_host_status: settings.unknown_host_status,
-    };
-    let mut proxy_service = pingora::proxy::http_proxy_service(&server.configuration, gateway);
+    });
+    let pipeline = pingora::proxy::http_proxy(&server.configuration, Pipeline(Arc::clone(&gateway)));
+    let front = Front::new(gateway, Arc::new(pipeline), settings.fast_path);
+    let mut proxy_service = Service::new("robotsgate proxy".to_string(), front);
     for addr in &settings.listen {
         proxy_service.add_listener(
             ListenerConfig::tcp(addr.as_str()).l4_buffer(L4BufferSettings::default().write(CLIENT_WRITE_BUFFER)),

@@ -54,6 +54,9 @@ pub struct Served {
     pub good_at: SystemTime,
     /// The 200 response header, built once: every request clones it.
     pub head: ResponseHeader,
+    /// The same header as HTTP/1.1 bytes, status line included and the
+    /// blank line left off, for the fast path to write as it is.
+    pub wire: Bytes,
     /// The `robots_served` counter of this site and source, looked up once.
     pub served: IntCounter,
 }
@@ -108,7 +111,17 @@ impl Served {
     pub fn new(body: Bytes, source: Origin, good_at: SystemTime, max_age: Duration, counter: IntCounter) -> Served {
         let etag = etag_of(&body);
         let head = response_head(200, &etag, source, max_age, body.len());
-        Served { robots: Robots::parse(&body), etag, body, source, good_at, head, served: counter }
+        let mut wire = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for (name, value) in fields(&etag, source, max_age, body.len()) {
+            wire.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
+        let wire = Bytes::from(wire);
+        Served { robots: Robots::parse(&body), etag, body, source, good_at, head, wire, served: counter }
+    }
+
+    /// Whether an `If-None-Match` value names this copy.
+    pub fn matches(&self, if_none_match: &str) -> bool {
+        if_none_match.split(',').any(|t| t.trim() == self.etag || t.trim() == "*")
     }
 
     /// How old the good copy is.
@@ -117,20 +130,24 @@ impl Served {
     }
 }
 
+/// The header fields `/robots.txt` is served with.
+fn fields(etag: &str, source: Origin, max_age: Duration, len: usize) -> [(&'static str, String); 5] {
+    [
+        ("Content-Type", "text/plain; charset=utf-8".to_string()),
+        ("Content-Length", len.to_string()),
+        ("ETag", etag.to_string()),
+        ("Cache-Control", format!("public, max-age={}", max_age.as_secs())),
+        ("X-Robots-Source", source.as_str().to_string()),
+    ]
+}
+
 /// The header `/robots.txt` is served with.
 pub fn response_head(status: u16, etag: &str, source: Origin, max_age: Duration, len: usize) -> ResponseHeader {
     // From `http` parts, which cannot fail, rather than `build`, which can.
     let (mut parts, ()) = http::Response::new(()).into_parts();
     parts.status = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
     let mut head = ResponseHeader::from(parts);
-    let headers = [
-        ("Content-Type", "text/plain; charset=utf-8".to_string()),
-        ("Content-Length", len.to_string()),
-        ("ETag", etag.to_string()),
-        ("Cache-Control", format!("public, max-age={}", max_age.as_secs())),
-        ("X-Robots-Source", source.as_str().to_string()),
-    ];
-    for (name, value) in headers {
+    for (name, value) in fields(etag, source, max_age, len) {
         // Static names and plain ASCII values: insertion cannot fail.
         let _ = head.insert_header(name, value);
     }

@@ -5,6 +5,9 @@
 
 #![allow(missing_docs, missing_debug_implementations)]
 
+mod echo;
+pub use echo::Echo;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -1,0 +1,626 @@
+//! The gateway's own HTTP/1.1 path. Each client connection starts here:
+//! plain requests are read with `httparse`, answered from the store or
+//! relayed to the site's origin over a pooled keep-alive connection, bodies
+//! passed through byte for byte. Anything unusual (HTTP/2, HTTP/1.0,
+//! upgrades, `Expect`, chunked or malformed requests, TLS origins) is handed,
+//! with the bytes already read, to Pingora's full pipeline (`pipeline`),
+//! which keeps the connection from then on.
+//!
+//! Why: a proxied request through Pingora's pipeline cost about 100,000
+//! instructions on this machine, nginx as a reverse proxy 21,800; the hop's
+//! added latency is what the gateway is judged on (docs/BENCHMARKS.md).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::{Buf, BytesMut};
+use pingora::apps::{HttpServerApp, ServerApp};
+use pingora::protocols::http::ServerSession;
+use pingora::protocols::{ALPN, Stream};
+use pingora::proxy::HttpProxy;
+use pingora::server::ShutdownWatch;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::framing::Body;
+use crate::gateway::{FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
+use crate::pipeline::Pipeline;
+use crate::store::State;
+use crate::upstream;
+
+/// How long a client connection may sit between requests (Pingora's default too).
+const KEEPALIVE: Duration = Duration::from_secs(60);
+/// Request heads larger than this go to the pipeline, which refuses them.
+const MAX_HEAD: usize = 64 * 1024;
+/// Response heads from the origin larger than this get a 502.
+const MAX_RESPONSE_HEAD: usize = 64 * 1024;
+/// Header fields parsed per message; more go to the pipeline (requests) or
+/// get a 502 (responses).
+const MAX_FIELDS: usize = 128;
+/// Read buffer per connection and direction.
+const CHUNK: usize = 16 * 1024;
+
+/// The listener's application: the fast path, with Pingora's pipeline behind it.
+pub struct Front {
+    gateway: Arc<Gateway>,
+    pipeline: Arc<HttpProxy<Pipeline>>,
+    fast: bool,
+}
+
+impl std::fmt::Debug for Front {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Front").field("gateway", &self.gateway).field("fast", &self.fast).finish_non_exhaustive()
+    }
+}
+
+impl Front {
+    /// The fast path over `gateway`; `pipeline` takes what it hands over.
+    /// With `fast` false every connection goes to the pipeline.
+    pub fn new(gateway: Arc<Gateway>, pipeline: Arc<HttpProxy<Pipeline>>, fast: bool) -> Front {
+        Front { gateway, pipeline, fast }
+    }
+}
+
+#[async_trait]
+impl ServerApp for Front {
+    async fn process_new(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
+        if !self.fast || matches!(stream.selected_alpn_proto(), Some(ALPN::H2)) {
+            return ServerApp::process_new(&self.pipeline, stream, shutdown).await;
+        }
+        self.serve(stream, shutdown).await;
+        None
+    }
+
+    async fn cleanup(&self) {
+        ServerApp::cleanup(&*self.pipeline).await;
+    }
+}
+
+/// What to do with one request, decided from its head.
+enum Plan {
+    /// Pingora's pipeline takes the connection from this request on.
+    HandOver,
+    /// Answered by the gateway: the whole response.
+    Answer { response: Vec<u8>, close: bool, log: Option<Logged> },
+    /// Relayed to the site's origin.
+    Forward(Forward),
+}
+
+/// A request on its way to the origin.
+struct Forward {
+    site: Arc<FrontedSite>,
+    /// The request head as the origin gets it.
+    head: Vec<u8>,
+    /// Request body bytes after the head (`Content-Length`).
+    body: u64,
+    /// A HEAD request: the response has no body, whatever it declares.
+    head_only: bool,
+    /// Sending it twice means the same as once (RFC 9110 section 9.2.2).
+    idempotent: bool,
+    /// The client is done after this response.
+    close: bool,
+    log: Option<Logged>,
+}
+
+/// A crawler's request, logged once its status is known.
+struct Logged {
+    site: Arc<FrontedSite>,
+    visit: Visit,
+    method: String,
+    target: String,
+}
+
+impl Logged {
+    fn write(&self, status: u16) {
+        Gateway::log_visit(&self.site, &self.visit, &self.method, &self.target, status);
+    }
+}
+
+/// Why a relayed request ended the client connection.
+enum Failure {
+    /// Nothing was sent to the client yet: it gets a 502.
+    Origin(String),
+    /// The exchange broke midway; the client connection is closed.
+    Broken,
+}
+
+/// Header fields that describe one connection, not the message (RFC 9110
+/// section 7.6.1); never relayed.
+fn hop_by_hop(name: &str) -> bool {
+    ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade"]
+        .iter()
+        .any(|h| name.eq_ignore_ascii_case(h))
+}
+
+fn push_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A complete small response from the gateway itself.
+fn answer(status: u16, body: &[u8], close: bool) -> Vec<u8> {
+    let reason = http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
+    let mut out = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
+}
+
+impl Front {
+    /// Serves one client connection until it closes, fails or is handed over.
+    async fn serve(&self, mut client: Stream, shutdown: &ShutdownWatch) {
+        let mut watch = shutdown.clone();
+        let mut buf = BytesMut::with_capacity(CHUNK);
+        let mut from_origin = BytesMut::new();
+        let mut first = true;
+        loop {
+            let (plan, head_len) = loop {
+                if !buf.is_empty() {
+                    let closing = *watch.borrow();
+                    match self.plan(&buf, closing) {
+                        Some(planned) => break planned,
+                        None if buf.len() > MAX_HEAD => break (Plan::HandOver, 0),
+                        None => {}
+                    }
+                }
+                buf.reserve(CHUNK);
+                let idle = buf.is_empty() && !first;
+                let read = async {
+                    tokio::time::timeout(KEEPALIVE, client.read_buf(&mut buf)).await.ok().and_then(Result::ok)
+                };
+                // Between requests, a shutdown closes the idle connection; a
+                // request already under way is finished.
+                let n = if idle {
+                    if *watch.borrow() {
+                        return;
+                    }
+                    tokio::select! {
+                        n = read => n,
+                        _ = watch.changed() => return,
+                    }
+                } else {
+                    read.await
+                };
+                if n.is_none_or(|n| n == 0) {
+                    return;
+                }
+            };
+            first = false;
+            let keep = match plan {
+                Plan::HandOver => return self.hand_over(client, buf, shutdown).await,
+                Plan::Answer { response, close, log } => {
+                    buf.advance(head_len);
+                    if client.write_all(&response).await.is_err() || client.flush().await.is_err() {
+                        return;
+                    }
+                    if let Some(log) = log {
+                        log.write(status_of(&response));
+                    }
+                    !close
+                }
+                Plan::Forward(f) => {
+                    buf.advance(head_len);
+                    self.relay(&mut client, &mut buf, &mut from_origin, f).await
+                }
+            };
+            if !keep {
+                let _ = AsyncWriteExt::shutdown(&mut client).await;
+                return;
+            }
+        }
+    }
+
+    /// Gives the connection, and the bytes read from it so far, to Pingora's pipeline.
+    async fn hand_over(&self, client: Stream, read: BytesMut, shutdown: &ShutdownWatch) {
+        let mut session = ServerSession::new_http1(client);
+        session.set_keepalive(if *shutdown.borrow() { None } else { Some(KEEPALIVE.as_secs()) });
+        if !read.is_empty() {
+            session.set_pipelined_prefix(read);
+        }
+        let mut reused = self.pipeline.process_new_http(session, shutdown).await;
+        while let Some((stream, settings)) = reused.map(|r| r.consume()) {
+            let mut session = ServerSession::new_http1(stream);
+            if let Some(settings) = settings {
+                settings.apply_to_session(&mut session);
+            }
+            reused = self.pipeline.process_new_http(session, shutdown).await;
+        }
+    }
+
+    /// Reads a request head from `buf`: `None` while it is incomplete,
+    /// else the plan and the head's length.
+    fn plan(&self, buf: &[u8], closing: bool) -> Option<(Plan, usize)> {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
+        let mut req = httparse::Request::new(&mut fields);
+        let len = match req.parse(buf) {
+            Ok(httparse::Status::Complete(len)) => len,
+            Ok(httparse::Status::Partial) => return None,
+            Err(_) => return Some((Plan::HandOver, 0)),
+        };
+        Some((self.decide(&req, closing).unwrap_or(Plan::HandOver), len))
+    }
+
+    /// The plan for a parsed request; `None` hands it over.
+    fn decide(&self, req: &httparse::Request<'_, '_>, closing: bool) -> Option<Plan> {
+        let (method, target) = (req.method?, req.path?);
+        if req.version != Some(1) || method == "CONNECT" || !target.starts_with('/') {
+            return None;
+        }
+        let (mut host, mut agent, mut if_none_match, mut length) = (None, "", None, None);
+        let mut close = closing;
+        for f in req.headers.iter() {
+            let name = f.name;
+            if name.eq_ignore_ascii_case("host") {
+                if host.is_some() {
+                    return None;
+                }
+                host = Some(std::str::from_utf8(f.value).ok()?);
+            } else if name.eq_ignore_ascii_case("user-agent") {
+                agent = std::str::from_utf8(f.value).unwrap_or("");
+            } else if name.eq_ignore_ascii_case("if-none-match") {
+                if_none_match = std::str::from_utf8(f.value).ok();
+            } else if name.eq_ignore_ascii_case("content-length") {
+                let n: u64 = std::str::from_utf8(f.value).ok()?.trim().parse().ok()?;
+                if length.is_some_and(|l| l != n) {
+                    return None;
+                }
+                length = Some(n);
+            } else if name.eq_ignore_ascii_case("connection") {
+                for token in f.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                    if token.eq_ignore_ascii_case(b"close") {
+                        close = true;
+                    } else if !token.eq_ignore_ascii_case(b"keep-alive") && !token.is_empty() {
+                        // It names further hop-by-hop fields: the pipeline strips them.
+                        return None;
+                    }
+                }
+            } else if ["transfer-encoding", "expect", "upgrade"].iter().any(|h| name.eq_ignore_ascii_case(h)) {
+                return None;
+            }
+        }
+        let body = length.unwrap_or(0);
+        // An answered request's body is never read, so the connection ends
+        // after the answer rather than take that body for the next request.
+        let answered_close = close || body > 0;
+        let Some(site) = self.gateway.site(host?) else {
+            let response = answer(self.gateway.unknown_host_status, UNKNOWN_HOST_BODY, answered_close);
+            return Some(Plan::Answer { response, close: answered_close, log: None });
+        };
+        let path = target.split_once('?').map_or(target, |(p, _)| p);
+        let head_only = method == "HEAD";
+        if path == "/robots.txt"
+            && (method == "GET" || head_only)
+            && let Some(response) = self.robots(site, if_none_match, head_only, answered_close)
+        {
+            return Some(Plan::Answer { response, close: answered_close, log: None });
+        }
+        if site.proxy.origin_tls {
+            return None;
+        }
+        let log = if path == "/robots.txt" {
+            None
+        } else {
+            self.gateway.visit(site, agent, target).map(|visit| Logged {
+                site: Arc::clone(site),
+                visit,
+                method: method.to_string(),
+                target: target.to_string(),
+            })
+        };
+        if let Some(l) = &log
+            && l.visit.refused
+        {
+            let response = answer(403, Gateway::refusal(&l.visit).as_bytes(), answered_close);
+            return Some(Plan::Answer { response, close: answered_close, log });
+        }
+        let mut head = Vec::with_capacity(256);
+        head.extend_from_slice(method.as_bytes());
+        head.push(b' ');
+        head.extend_from_slice(target.as_bytes());
+        head.extend_from_slice(b" HTTP/1.1\r\n");
+        for f in req.headers.iter().filter(|f| !hop_by_hop(f.name)) {
+            push_field(&mut head, f.name, f.value);
+        }
+        head.extend_from_slice(b"\r\n");
+        let idempotent = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"].contains(&method);
+        Some(Plan::Forward(Forward { site: Arc::clone(site), head, body, head_only, idempotent, close, log }))
+    }
+
+    /// `/robots.txt` from the store, if the store has a copy to serve.
+    fn robots(&self, site: &FrontedSite, if_none_match: Option<&str>, head_only: bool, close: bool) -> Option<Vec<u8>> {
+        let state = self.gateway.store.state(&site.name);
+        let State::Serve(served) = &*state else { return None };
+        served.served.inc();
+        let not_modified = if_none_match.is_some_and(|v| served.matches(v));
+        let mut out = Vec::with_capacity(served.wire.len() + served.body.len() + 24);
+        if not_modified {
+            let fields = &served.wire[served.wire.iter().position(|&b| b == b'\n').map_or(0, |p| p + 1)..];
+            out.extend_from_slice(b"HTTP/1.1 304 Not Modified\r\n");
+            for line in fields.split_inclusive(|&b| b == b'\n') {
+                if !line.starts_with(b"Content-Length:") {
+                    out.extend_from_slice(line);
+                }
+            }
+        } else {
+            out.extend_from_slice(&served.wire);
+        }
+        if close {
+            out.extend_from_slice(b"Connection: close\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        if !(head_only || not_modified) {
+            out.extend_from_slice(&served.body);
+        }
+        Some(out)
+    }
+
+    /// Relays one request to the origin and its response back. Returns
+    /// whether the client connection stays open.
+    async fn relay(&self, client: &mut Stream, buf: &mut BytesMut, from_origin: &mut BytesMut, mut f: Forward) -> bool {
+        let request = std::mem::take(&mut f.head);
+        let (status, keep) = match self.exchange(client, buf, from_origin, &f, request).await {
+            Ok((status, keep)) => (status, keep && !f.close),
+            Err(Failure::Origin(why)) => {
+                tracing::warn!(site = %f.site.name, error = %why, "origin failed");
+                let body = format!("robots-proxy: the origin of {} failed: {why}\n", f.site.name);
+                let _ = client.write_all(&answer(502, body.as_bytes(), true)).await;
+                let _ = client.flush().await;
+                (502, false)
+            }
+            Err(Failure::Broken) => (0, false),
+        };
+        if let Some(log) = &f.log {
+            log.write(status);
+        }
+        keep
+    }
+
+    /// Sends the request and relays the response: the status and whether
+    /// the client connection can carry another request.
+    async fn exchange(
+        &self,
+        client: &mut Stream,
+        buf: &mut BytesMut,
+        from_origin: &mut BytesMut,
+        f: &Forward,
+        mut request: Vec<u8>,
+    ) -> Result<(u16, bool), Failure> {
+        let addr = f.site.origin.addr().await.map_err(Failure::Origin)?;
+        // The body bytes already read go out with the head.
+        let early = buf.len().min(usize::try_from(f.body).unwrap_or(usize::MAX));
+        request.extend_from_slice(&buf[..early]);
+        buf.advance(early);
+        let rest = f.body - early as u64;
+        let mut pooled = f.site.upstream.take(addr);
+        let mut origin = loop {
+            let reused = pooled.is_some();
+            let mut origin = match pooled.take() {
+                Some(conn) => conn,
+                None => upstream::connect(addr).await.map_err(|e| Failure::Origin(format!("{addr}: {e}")))?,
+            };
+            from_origin.clear();
+            let sent = match origin.write_all(&request).await {
+                Ok(()) if rest > 0 => copy_exact(client, &mut origin, rest, buf).await,
+                Ok(()) => Ok(()),
+                Err(e) => Err(Failure::Origin(format!("{addr}: {e}"))),
+            };
+            let answered = match sent {
+                Ok(()) => {
+                    read_more(&mut origin, from_origin).await.map_err(|e| Failure::Origin(format!("{addr}: {e}")))
+                }
+                Err(e) => Err(e),
+            };
+            match answered {
+                Ok(n) if n > 0 => break origin,
+                // A pooled connection the origin closed meanwhile: once more
+                // on a new one, if all that was sent can be sent again.
+                _ if reused && rest == 0 && f.idempotent => continue,
+                Ok(_) => return Err(Failure::Origin(format!("{addr} closed the connection without a response"))),
+                Err(e) => return Err(e),
+            }
+        };
+        let mut sent_interim = false;
+        loop {
+            let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
+            let mut resp = httparse::Response::new(&mut fields);
+            let len = match resp.parse(from_origin) {
+                Ok(httparse::Status::Complete(len)) => len,
+                Ok(httparse::Status::Partial) if from_origin.len() <= MAX_RESPONSE_HEAD => {
+                    match read_more(&mut origin, from_origin).await {
+                        Ok(n) if n > 0 => continue,
+                        _ if sent_interim => return Err(Failure::Broken),
+                        _ => return Err(Failure::Origin(format!("{addr} sent an incomplete response head"))),
+                    }
+                }
+                Ok(httparse::Status::Partial) => {
+                    return Err(Failure::Origin(format!("{addr} sent a response head over 64 KiB")));
+                }
+                Err(e) => return Err(Failure::Origin(format!("{addr} sent a malformed response head: {e}"))),
+            };
+            let status = resp.code.unwrap_or(0);
+            if status == 101 {
+                return Err(Failure::Origin(format!("{addr} switched protocols unasked")));
+            }
+            let response = Response::read(&resp, f.head_only).map_err(Failure::Origin)?;
+            let interim = (100..200).contains(&status);
+            let close = !interim && (f.close || matches!(response.body, Body::UntilClose));
+            let head = response.head(&resp, close);
+            from_origin.advance(len);
+            if interim {
+                // Interim responses (103 Early Hints) go on; the final one follows.
+                client.write_all(&head).await.map_err(|_| Failure::Broken)?;
+                client.flush().await.map_err(|_| Failure::Broken)?;
+                sent_interim = true;
+                continue;
+            }
+            client.write_all(&head).await.map_err(|_| Failure::Broken)?;
+            let origin_keeps = response.keep_alive;
+            let clean = relay_body(&mut origin, client, from_origin, response.body).await?;
+            if origin_keeps && clean {
+                f.site.upstream.put(addr, origin);
+            }
+            return Ok((status, !close));
+        }
+    }
+}
+
+/// Copies exactly `n` request body bytes from the client to the origin;
+/// the client's bytes after them stay in `buf` (it was empty on entry).
+async fn copy_exact(
+    client: &mut Stream,
+    origin: &mut TcpStream,
+    mut n: u64,
+    buf: &mut BytesMut,
+) -> Result<(), Failure> {
+    while n > 0 {
+        buf.reserve(CHUNK);
+        let got = client.read_buf(buf).await.map_err(|_| Failure::Broken)?;
+        if got == 0 {
+            return Err(Failure::Broken);
+        }
+        let take = buf.len().min(usize::try_from(n).unwrap_or(usize::MAX));
+        origin.write_all(&buf[..take]).await.map_err(|_| Failure::Broken)?;
+        buf.advance(take);
+        n -= take as u64;
+    }
+    Ok(())
+}
+
+/// Reads what the origin has next, appending to `into`.
+async fn read_more(origin: &mut TcpStream, into: &mut BytesMut) -> std::io::Result<usize> {
+    into.reserve(CHUNK);
+    origin.read_buf(into).await
+}
+
+/// Relays the response body; `from_origin` holds the bytes already read
+/// past the head. Returns whether the origin connection ended cleanly at
+/// the body's end (and may be reused).
+async fn relay_body(
+    origin: &mut TcpStream,
+    client: &mut Stream,
+    from_origin: &mut BytesMut,
+    mut body: Body,
+) -> Result<bool, Failure> {
+    let mut done = body.is_done();
+    let mut surplus = false;
+    if !done && !from_origin.is_empty() {
+        let (n, end) = body.take(from_origin).map_err(|_| Failure::Broken)?;
+        client.write_all(&from_origin[..n]).await.map_err(|_| Failure::Broken)?;
+        from_origin.advance(n);
+        done = end;
+    }
+    surplus |= !from_origin.is_empty();
+    client.flush().await.map_err(|_| Failure::Broken)?;
+    while !done {
+        from_origin.clear();
+        let n = read_more(origin, from_origin).await.map_err(|_| Failure::Broken)?;
+        if n == 0 {
+            if body == Body::UntilClose {
+                return Ok(false);
+            }
+            return Err(Failure::Broken);
+        }
+        let (n, end) = body.take(from_origin).map_err(|_| Failure::Broken)?;
+        client.write_all(&from_origin[..n]).await.map_err(|_| Failure::Broken)?;
+        client.flush().await.map_err(|_| Failure::Broken)?;
+        surplus |= n < from_origin.len();
+        done = end;
+    }
+    from_origin.clear();
+    Ok(!surplus)
+}
+
+/// What the gateway needs from an origin's response head.
+struct Response {
+    body: Body,
+    /// The origin keeps the connection open after this response.
+    keep_alive: bool,
+    /// Field names the response's `Connection` header lists: not relayed.
+    listed: Vec<String>,
+    /// A transfer coding frames the body, so `Content-Length` is dropped.
+    coded: bool,
+}
+
+impl Response {
+    fn read(resp: &httparse::Response<'_, '_>, head_only: bool) -> Result<Response, String> {
+        let status = resp.code.unwrap_or(0);
+        let mut keep_alive = resp.version == Some(1);
+        let (mut length, mut coding, mut listed) = (None, None, Vec::new());
+        for f in resp.headers.iter() {
+            if f.name.eq_ignore_ascii_case("connection") {
+                for token in f.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                    if token.eq_ignore_ascii_case(b"close") {
+                        keep_alive = false;
+                    } else if !token.is_empty() && !token.eq_ignore_ascii_case(b"keep-alive") {
+                        listed.push(String::from_utf8_lossy(token).into_owned());
+                    }
+                }
+            } else if f.name.eq_ignore_ascii_case("transfer-encoding") {
+                coding = Some(f.value);
+            } else if f.name.eq_ignore_ascii_case("content-length") {
+                let n: u64 = std::str::from_utf8(f.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+                    .ok_or_else(|| "a malformed Content-Length".to_string())?;
+                if length.is_some_and(|l| l != n) {
+                    return Err("conflicting Content-Length values".to_string());
+                }
+                length = Some(n);
+            }
+        }
+        let last_coding = coding.map(|c| c.rsplit(|&b| b == b',').next().unwrap_or(c).trim_ascii());
+        let chunked = last_coding.is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"));
+        let body = if head_only || status == 204 || status == 304 || (100..200).contains(&status) {
+            Body::Length(0)
+        } else if chunked {
+            Body::chunked()
+        } else if coding.is_some() {
+            Body::UntilClose
+        } else if let Some(n) = length {
+            Body::Length(n)
+        } else {
+            Body::UntilClose
+        };
+        keep_alive &= body != Body::UntilClose;
+        Ok(Response { body, keep_alive, listed, coded: coding.is_some() })
+    }
+
+    /// The head relayed to the client: HTTP/1.1, connection fields dropped.
+    fn head(&self, resp: &httparse::Response<'_, '_>, close: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(512);
+        out.extend_from_slice(format!("HTTP/1.1 {} ", resp.code.unwrap_or(0)).as_bytes());
+        out.extend_from_slice(resp.reason.unwrap_or("").as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for f in resp.headers.iter() {
+            let dropped = hop_by_hop(f.name)
+                // With a transfer coding the length is the coding's (RFC 9112 section 6.3).
+                || (self.coded && f.name.eq_ignore_ascii_case("content-length"))
+                // The body is relayed in its coding, so the coding stays named.
+                || (self.listed.iter().any(|l| l.eq_ignore_ascii_case(f.name))
+                    && !f.name.eq_ignore_ascii_case("transfer-encoding"));
+            if !dropped {
+                push_field(&mut out, f.name, f.value);
+            }
+        }
+        if close {
+            out.extend_from_slice(b"Connection: close\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out
+    }
+}
+
+/// The status code of a response the gateway wrote itself.
+fn status_of(response: &[u8]) -> u16 {
+    response.get(9..12).and_then(|s| std::str::from_utf8(s).ok()).and_then(|s| s.parse().ok()).unwrap_or(0)
+}

@@ -1,0 +1,175 @@
+//! Where an HTTP/1.1 message body ends, found while its bytes stream past.
+//! The fast path relays bodies byte for byte (chunked stays chunked, with
+//! its extensions and trailers) and needs only to know where each message
+//! stops, so the connection can carry the next one.
+
+/// A body's framing and how much of it is still to come.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// `Content-Length`: this many bytes remain.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked(Chunked),
+    /// Neither: the body ends when the sender closes the connection.
+    UntilClose,
+}
+
+/// A body that cannot be framed: bad chunk syntax or an oversized chunk size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("malformed chunked body")]
+pub struct Malformed;
+
+impl Body {
+    /// A chunked body, at its start.
+    pub fn chunked() -> Body {
+        Body::Chunked(Chunked::default())
+    }
+
+    /// Takes the next bytes of the stream. Returns how many of them belong
+    /// to this body and whether the body is complete; bytes past the end
+    /// belong to whatever follows it.
+    pub fn take(&mut self, data: &[u8]) -> Result<(usize, bool), Malformed> {
+        match self {
+            Body::Length(left) => {
+                let n = data.len().min(usize::try_from(*left).unwrap_or(usize::MAX));
+                *left -= n as u64;
+                Ok((n, *left == 0))
+            }
+            Body::Chunked(c) => c.take(data),
+            Body::UntilClose => Ok((data.len(), false)),
+        }
+    }
+
+    /// Whether the body is already complete (an empty fixed-length body).
+    pub fn is_done(&self) -> bool {
+        matches!(self, Body::Length(0)) || matches!(self, Body::Chunked(Chunked { state: State::Done }))
+    }
+}
+
+/// Position inside a chunked body.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Chunked {
+    state: State,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// In a chunk-size line: the size so far, whether a digit was seen,
+    /// whether the extensions have begun.
+    Size { size: u64, digit: bool, ext: bool },
+    /// Inside chunk data: bytes left.
+    Data(u64),
+    /// After chunk data: expecting its line end.
+    DataEnd { cr: bool },
+    /// In the trailer section: length of the current line.
+    Trailer(u64),
+    /// The last chunk and trailers are through.
+    Done,
+}
+
+impl Default for State {
+    fn default() -> State {
+        State::Size { size: 0, digit: false, ext: false }
+    }
+}
+
+impl Chunked {
+    fn take(&mut self, data: &[u8]) -> Result<(usize, bool), Malformed> {
+        let mut i = 0;
+        while i < data.len() {
+            let b = data[i];
+            self.state = match self.state {
+                State::Done => return Ok((i, true)),
+                State::Data(left) => {
+                    let n = (data.len() - i).min(usize::try_from(left).unwrap_or(usize::MAX));
+                    i += n;
+                    let left = left - n as u64;
+                    self.state = if left == 0 { State::DataEnd { cr: false } } else { State::Data(left) };
+                    continue;
+                }
+                State::Size { size, digit, ext } => match b {
+                    b'\n' if !digit => return Err(Malformed),
+                    b'\n' if size == 0 => State::Trailer(0),
+                    b'\n' => State::Data(size),
+                    b'\r' => State::Size { size, digit, ext },
+                    _ if ext => State::Size { size, digit, ext },
+                    b';' | b' ' | b'\t' if digit => State::Size { size, digit, ext: true },
+                    _ => {
+                        let d = (b as char).to_digit(16).ok_or(Malformed)?;
+                        if size > u64::MAX >> 4 {
+                            return Err(Malformed);
+                        }
+                        State::Size { size: size << 4 | u64::from(d), digit: true, ext }
+                    }
+                },
+                State::DataEnd { cr } => match b {
+                    b'\r' if !cr => State::DataEnd { cr: true },
+                    b'\n' => State::default(),
+                    _ => return Err(Malformed),
+                },
+                State::Trailer(len) => match b {
+                    b'\n' if len == 0 => State::Done,
+                    b'\n' => State::Trailer(0),
+                    b'\r' => State::Trailer(len),
+                    _ => State::Trailer(len + 1),
+                },
+            };
+            i += 1;
+        }
+        Ok((i, self.state == State::Done))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `data` in pieces of `step` bytes; returns where the body ended.
+    fn end(data: &[u8], step: usize) -> Result<Option<usize>, Malformed> {
+        let mut body = Body::chunked();
+        let mut at = 0;
+        for piece in data.chunks(step) {
+            let (n, done) = body.take(piece)?;
+            at += n;
+            if done {
+                return Ok(Some(at));
+            }
+            assert_eq!(n, piece.len(), "an unfinished body takes every byte");
+        }
+        Ok(None)
+    }
+
+    #[test]
+    fn chunked_bodies_end_where_the_last_chunk_and_trailers_do() {
+        let cases: &[(&[u8], Option<usize>)] = &[
+            (b"5\r\nhello\r\n0\r\n\r\nNEXT", Some(15)),
+            (b"5;name=val\r\nhello\r\n0\r\n\r\n", Some(24)),
+            (b"A\r\n0123456789\r\n0\r\nX-Sum: 1\r\n\r\nrest", Some(30)),
+            (b"5\nhello\n0\n\n", Some(11)),
+            (b"0\r\n\r\n", Some(5)),
+            (b"5\r\nhel", None),
+            (b"5\r\nhello\r\n0\r\nX: y\r\n", None),
+        ];
+        for (data, want) in cases {
+            for step in 1..=data.len() {
+                assert_eq!(end(data, step), Ok(*want), "{:?} in steps of {step}", String::from_utf8_lossy(data));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_chunk_syntax_is_refused() {
+        for data in [&b"x\r\n"[..], b"\r\n", b"5\r\nhelloX\r\n", b"fffffffffffffffff\r\n", b";ext\r\n"] {
+            assert_eq!(end(data, data.len()), Err(Malformed), "{:?}", String::from_utf8_lossy(data));
+        }
+    }
+
+    #[test]
+    fn lengths_count_down() {
+        let mut body = Body::Length(7);
+        assert_eq!(body.take(b"abcd"), Ok((4, false)));
+        assert_eq!(body.take(b"efgHTTP"), Ok((3, true)));
+        assert!(body.is_done());
+        assert_eq!(Body::UntilClose.take(b"all of it"), Ok((9, false)));
+    }
+}

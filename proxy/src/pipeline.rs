@@ -1,0 +1,129 @@
+//! Pingora's full proxy pipeline, as `ProxyHttp` hooks over the shared
+//! [`Gateway`]. It serves what the fast path (`forward`) hands over:
+//! HTTP/2, HTTP/1.0, upgrades, `Expect: 100-continue`, chunked request
+//! bodies, TLS origins and anything unusual, with Pingora's own handling
+//! of each. The hooks make the same decisions as the fast path, through
+//! the same `Gateway` methods.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::prelude::*;
+use pingora::proxy::{ProxyHttp, Session};
+
+use crate::gateway::{FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
+use crate::store::State;
+
+/// The pipeline's hooks.
+#[derive(Debug)]
+pub struct Pipeline(pub Arc<Gateway>);
+
+/// Facts about one request, written early and read late.
+#[derive(Debug, Default)]
+pub struct RequestCtx {
+    site: Option<Arc<FrontedSite>>,
+    visit: Option<Visit>,
+}
+
+fn header(session: &Session, name: http::header::HeaderName) -> Option<&str> {
+    session.req_header().headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn respond(session: &mut Session, status: u16, body: Bytes) -> Result<()> {
+    let mut resp = ResponseHeader::build(status, Some(2))?;
+    resp.insert_header("Content-Type", "text/plain; charset=utf-8")?;
+    resp.insert_header("Content-Length", body.len().to_string())?;
+    session.write_response_header(Box::new(resp), false).await?;
+    session.write_response_body(Some(body), true).await?;
+    Ok(())
+}
+
+impl Pipeline {
+    /// Answers `/robots.txt` from the store; `false` lets it through to the origin.
+    async fn serve_robots(&self, session: &mut Session, site: &FrontedSite) -> Result<bool> {
+        let state = self.0.store.state(&site.name);
+        let State::Serve(served) = &*state else { return Ok(false) };
+        let head_only = session.req_header().method == http::Method::HEAD;
+        let not_modified = header(session, http::header::IF_NONE_MATCH).is_some_and(|v| served.matches(v));
+        served.served.inc();
+        if not_modified {
+            let mut head = served.head.clone();
+            head.set_status(304)?;
+            head.remove_header("Content-Length");
+            head.insert_header("Content-Length", "0")?;
+            session.write_response_header(Box::new(head), true).await?;
+        } else {
+            session.write_response_header_ref(&served.head, head_only).await?;
+            if !head_only {
+                session.write_response_body(Some(served.body.clone()), true).await?;
+            }
+        }
+        Ok(true)
+    }
+}
+
+#[async_trait]
+impl ProxyHttp for Pipeline {
+    type CTX = RequestCtx;
+
+    fn new_ctx(&self) -> Self::CTX {
+        RequestCtx::default()
+    }
+
+    /// No modules: Pingora's default adds a response-compression module
+    /// that is switched off yet still runs on every request. Pass-through
+    /// means the origin's encoding is left as it is.
+    fn init_downstream_modules(&self, _modules: &mut pingora::modules::http::HttpModules) {}
+
+    async fn request_filter(&self, session: &mut Session, ctx: &mut Self::CTX) -> Result<bool> {
+        let host = header(session, http::header::HOST).or_else(|| session.req_header().uri.host());
+        let Some(site) = host.and_then(|h| self.0.site(h)).cloned() else {
+            respond(session, self.0.unknown_host_status, Bytes::from_static(UNKNOWN_HOST_BODY)).await?;
+            return Ok(true);
+        };
+        ctx.site = Some(Arc::clone(&site));
+        let path = session.req_header().uri.path();
+        let is_robots = path == "/robots.txt";
+        if is_robots && matches!(session.req_header().method, http::Method::GET | http::Method::HEAD) {
+            return self.serve_robots(session, &site).await;
+        }
+        if is_robots {
+            return Ok(false);
+        }
+        let ua = header(session, http::header::USER_AGENT).unwrap_or("");
+        let target = session.req_header().uri.path_and_query().map_or("/", |p| p.as_str());
+        let Some(visit) = self.0.visit(&site, ua, target) else { return Ok(false) };
+        let refused = visit.refused.then(|| Gateway::refusal(&visit));
+        ctx.visit = Some(visit);
+        if let Some(body) = refused {
+            respond(session, 403, Bytes::from(body)).await?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Self::CTX) -> Result<Box<HttpPeer>> {
+        let Some(site) = &ctx.site else {
+            return Err(Error::explain(ErrorType::HTTPStatus(421), "no site for this host"));
+        };
+        let addr = match site.origin.addr().await {
+            Ok(addr) => addr,
+            Err(e) => {
+                tracing::warn!(site = %site.name, error = %e, "cannot proxy");
+                return Err(Error::explain(ErrorType::HTTPStatus(502), e));
+            }
+        };
+        let sni = site.proxy.sni.clone().unwrap_or_else(|| site.proxy.hosts[0].clone());
+        Ok(Box::new(HttpPeer::new(addr, site.proxy.origin_tls, sni)))
+    }
+
+    async fn logging(&self, session: &mut Session, _e: Option<&pingora::Error>, ctx: &mut Self::CTX) {
+        let (Some(site), Some(visit)) = (&ctx.site, &ctx.visit) else { return };
+        let status = session.response_written().map_or(0, |r| r.status.as_u16());
+        let req = session.req_header();
+        let target = req.uri.path_and_query().map_or("/", |p| p.as_str());
+        Gateway::log_visit(site, visit, req.method.as_str(), target, status);
+    }
+}

@@ -9,6 +9,8 @@
 #   scripts/bench-proxy.sh [SECONDS=15] [CONNECTIONS=64]
 # PROXY_THREADS sets the proxy's worker threads (default 1); PROXY_BIN runs
 # another build of robots-proxy (for A/B comparisons) instead of building.
+# PIN=N runs every process (wrk, nginx, both proxies) on CPU N alone, which
+# takes this VM's cross-core wake-ups out of the latency figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-15}
@@ -59,8 +61,9 @@ http {
   }
 }
 CONF
-nginx -c "$work/nginx.conf"
-nginx -c "$work/nginx-proxy.conf"
+pin=(); [ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
+"${pin[@]}" nginx -c "$work/nginx.conf"
+"${pin[@]}" nginx -c "$work/nginx-proxy.conf"
 cat > "$work/config.yaml" <<CONF
 proxy:
   listen: ["127.0.0.1:18600"]
@@ -74,23 +77,34 @@ sites:
       hosts: [shop.test]
       origin: 127.0.0.1:18601
 CONF
-ROBOTSGATE_LOG=warn "$bin" --config "$work/config.yaml" > /dev/null &
+# The same gateway with its fast path off: every request through Pingora's
+# pipeline, for comparison in the same run.
+sed -e 's/127.0.0.1:18600/127.0.0.1:18604/' -e 's/127.0.0.1:18602/127.0.0.1:18605/' \
+  -e "s#state_dir: .*#state_dir: $work/state-pipeline#" -e 's/^  threads:/  fast_path: false\n  threads:/' \
+  "$work/config.yaml" > "$work/config-pipeline.yaml"
+ROBOTSGATE_LOG=warn "${pin[@]}" "$bin" --config "$work/config.yaml" > /dev/null 2> "$work/proxy.log" &
 proxy=$!
-trap 'kill $proxy 2>/dev/null || true; for c in nginx nginx-proxy; do nginx -c "$work/$c.conf" -s stop 2>/dev/null || true; done' EXIT
+ROBOTSGATE_LOG=warn "${pin[@]}" "$bin" --config "$work/config-pipeline.yaml" > /dev/null 2> "$work/pipeline.log" &
+pipeline=$!
+trap 'kill $proxy $pipeline 2>/dev/null || true; for c in nginx nginx-proxy; do nginx -c "$work/$c.conf" -s stop 2>/dev/null || true; done' EXIT
 # Wait until robots.txt comes from the store, not passed through.
-for _ in $(seq 1 100); do
-  curl -si -H 'Host: shop.test' http://127.0.0.1:18600/robots.txt 2>/dev/null | grep -qi '^x-robots-source: origin' && break
-  sleep 0.2
+for port in 18600 18604; do
+  for _ in $(seq 1 100); do
+    curl -si -H 'Host: shop.test' http://127.0.0.1:$port/robots.txt 2>/dev/null | grep -qi '^x-robots-source: origin' && break
+    sleep 0.2
+  done
+  curl -si -H 'Host: shop.test' http://127.0.0.1:$port/robots.txt | grep -i '^x-robots-source'
 done
-curl -si -H 'Host: shop.test' http://127.0.0.1:18600/robots.txt | grep -i '^x-robots-source'
 
-run() { echo "== $1 ($3 connections)"; wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -H 'Host: shop.test' "$2" | grep -E 'Requests/sec|^ +(50|99)%'; }
+run() { echo "== $1 ($3 connections)"; "${pin[@]}" wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -H 'Host: shop.test' "$2" | grep -E 'Requests/sec|^ +(50|99)%'; }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 echo "wrk: 2 threads, ${secs}s each; nginx: 1 worker; proxy: ${PROXY_THREADS:-1} worker thread(s)"
 run "nginx: /robots.txt (static file)" http://127.0.0.1:18601/robots.txt "$conns"
 run "robots-proxy: /robots.txt (from the store)" http://127.0.0.1:18600/robots.txt "$conns"
+run "robots-proxy, pipeline only: /robots.txt (from the store)" http://127.0.0.1:18604/robots.txt "$conns"
 for c in 1 "$conns"; do
   run "nginx: /page.html directly" http://127.0.0.1:18601/page.html "$c"
   run "robots-proxy: /page.html proxied to nginx" http://127.0.0.1:18600/page.html "$c"
+  run "robots-proxy, pipeline only: /page.html proxied to nginx" http://127.0.0.1:18604/page.html "$c"
   run "nginx as reverse proxy: /page.html proxied to nginx" http://127.0.0.1:18603/page.html "$c"
 done

@@ -163,6 +163,7 @@ impl Front {
         let mut buf = BytesMut::with_capacity(CHUNK);
         let mut from_origin = BytesMut::new();
         let mut first = true;
+        let mut deadline = std::pin::pin!(tokio::time::sleep(KEEPALIVE));
         loop {
             let (plan, head_len) = loop {
                 if !buf.is_empty() {
@@ -174,22 +175,21 @@ impl Front {
                     }
                 }
                 buf.reserve(CHUNK);
-                let idle = buf.is_empty() && !first;
-                let read = async {
-                    tokio::time::timeout(KEEPALIVE, client.read_buf(&mut buf)).await.ok().and_then(Result::ok)
-                };
+                // One timer per connection, pushed forward before each read:
+                // a new timer per request made the runtime wake itself
+                // through its eventfd (two system calls per request).
+                deadline.as_mut().reset(tokio::time::Instant::now() + KEEPALIVE);
                 // Between requests, a shutdown closes the idle connection; a
                 // request already under way is finished.
-                let n = if idle {
-                    if *watch.borrow() {
-                        return;
-                    }
-                    tokio::select! {
-                        n = read => n,
-                        _ = watch.changed() => return,
-                    }
-                } else {
-                    read.await
+                let between = buf.is_empty() && !first;
+                if between && *watch.borrow() {
+                    return;
+                }
+                let n = tokio::select! {
+                    biased;
+                    n = client.read_buf(&mut buf) => n.ok(),
+                    () = deadline.as_mut() => None,
+                    _ = watch.changed(), if between => None,
                 };
                 if n.is_none_or(|n| n == 0) {
                     return;
@@ -270,7 +270,7 @@ impl Front {
             } else if name.eq_ignore_ascii_case("if-none-match") {
                 if_none_match = std::str::from_utf8(f.value).ok();
             } else if name.eq_ignore_ascii_case("content-length") {
-                let n: u64 = std::str::from_utf8(f.value).ok()?.trim().parse().ok()?;
+                let n = content_length(f.value)?;
                 if length.is_some_and(|l| l != n) {
                     return None;
                 }
@@ -568,10 +568,7 @@ impl Response {
             } else if f.name.eq_ignore_ascii_case("transfer-encoding") {
                 coding = Some(f.value);
             } else if f.name.eq_ignore_ascii_case("content-length") {
-                let n: u64 = std::str::from_utf8(f.value)
-                    .ok()
-                    .and_then(|v| v.trim().parse().ok())
-                    .ok_or_else(|| "a malformed Content-Length".to_string())?;
+                let n = content_length(f.value).ok_or_else(|| "a malformed Content-Length".to_string())?;
                 if length.is_some_and(|l| l != n) {
                     return Err("conflicting Content-Length values".to_string());
                 }
@@ -620,7 +617,32 @@ impl Response {
     }
 }
 
+/// A `Content-Length` value: digits only. Rust's integer parsing would
+/// also take a leading `+`, which a server behind the gateway might read
+/// differently: the root of request smuggling.
+fn content_length(value: &[u8]) -> Option<u64> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
 /// The status code of a response the gateway wrote itself.
 fn status_of(response: &[u8]) -> u16 {
     response.get(9..12).and_then(|s| std::str::from_utf8(s).ok()).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_lengths_are_digits_only() {
+        assert_eq!(content_length(b"42"), Some(42));
+        assert_eq!(content_length(b" 7 "), Some(7));
+        for bad in [&b"+5"[..], b"-1", b"", b"5 5", b"0x10", b"1e3", b"99999999999999999999999"] {
+            assert_eq!(content_length(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
 }

@@ -157,6 +157,59 @@ mod tests {
         }
     }
 
+    /// Random chunked bodies (sizes, extensions, trailers, LF or CRLF line
+    /// ends, data full of digits and line ends), fed in random pieces: each
+    /// ends exactly where it was encoded to end.
+    #[test]
+    fn random_chunked_bodies_end_where_they_were_encoded_to() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..2_000 {
+            let eol: &[u8] = if next(2) == 0 { b"\r\n" } else { b"\n" };
+            let mut data = Vec::new();
+            for _ in 0..next(5) {
+                let size = 1 + next(300) as usize;
+                data.extend_from_slice(format!("{size:x}").as_bytes());
+                if next(3) == 0 {
+                    data.extend_from_slice(b";name=\"v\r\"");
+                }
+                data.extend_from_slice(eol);
+                data.extend((0..size).map(|_| b"0\r\n;x"[next(5) as usize]));
+                data.extend_from_slice(eol);
+            }
+            data.extend_from_slice(b"0");
+            data.extend_from_slice(eol);
+            for _ in 0..next(3) {
+                data.extend_from_slice(b"X-Check: 0");
+                data.extend_from_slice(eol);
+            }
+            data.extend_from_slice(eol);
+            let end = data.len();
+            data.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+            let mut body = Body::chunked();
+            let mut at = 0;
+            let mut rest = &data[..];
+            let ended = loop {
+                let piece = &rest[..(1 + next(64) as usize).min(rest.len())];
+                let (n, done) = body.take(piece).expect("well-formed");
+                at += n;
+                if done {
+                    break Some(at);
+                }
+                rest = &rest[piece.len()..];
+                if rest.is_empty() {
+                    break None;
+                }
+            };
+            assert_eq!(ended, Some(end), "{:?}", String::from_utf8_lossy(&data));
+        }
+    }
+
     #[test]
     fn bad_chunk_syntax_is_refused() {
         for data in [&b"x\r\n"[..], b"\r\n", b"5\r\nhelloX\r\n", b"fffffffffffffffff\r\n", b";ext\r\n"] {

@@ -48,6 +48,10 @@ pub struct Refresher {
     now: Arc<tokio::sync::Notify>,
     /// CA certificates trusted for TLS origins, if not the system's.
     origin_ca: Option<reqwest::Certificate>,
+    /// One HTTP client per site, for the address it pins the site's host
+    /// to: building a client loads the CA bundle, which costs far more CPU
+    /// than the fetch, so it is rebuilt only when the address changes.
+    clients: std::sync::Mutex<std::collections::HashMap<String, (SocketAddr, reqwest::Client)>>,
 }
 
 /// Why a fetched body is not served.
@@ -80,6 +84,7 @@ impl Refresher {
             timeout: http.timeout,
             user_agent: http.user_agent.replace("monitor", "proxy"),
             now,
+            clients: Default::default(),
             origin_ca: settings.origin_ca_file.as_ref().and_then(|path| {
                 let pem = std::fs::read(path)
                     .map_err(|e| tracing::error!(file = %path.display(), "cannot read origin_ca_file: {e}"))
@@ -244,6 +249,29 @@ impl Refresher {
         }
     }
 
+    /// The site's client, pinning `host` to `addr`.
+    fn client(&self, site: &str, host: &str, addr: SocketAddr) -> reqwest::Result<reqwest::Client> {
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, client)) = clients.get(site)
+            && *at == addr
+        {
+            return Ok(client.clone());
+        }
+        let mut builder = reqwest::Client::builder();
+        if let Some(ca) = &self.origin_ca {
+            builder = builder.tls_certs_only([ca.clone()]);
+        }
+        let client = builder
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(self.timeout)
+            .connect_timeout(self.timeout.min(Duration::from_secs(10)))
+            .user_agent(&self.user_agent)
+            .resolve(host, addr)
+            .build()?;
+        clients.insert(site.to_string(), (addr, client.clone()));
+        Ok(client)
+    }
+
     async fn fetch(&self, site: &SiteRobots) -> Observation {
         let p = &site.proxy;
         let host = p.sni.clone().unwrap_or_else(|| p.hosts[0].clone());
@@ -256,18 +284,7 @@ impl Refresher {
             Some(a) => a,
             None => SocketAddr::from(([127, 0, 0, 1], port)),
         };
-        let mut builder = reqwest::Client::builder();
-        if let Some(ca) = &self.origin_ca {
-            builder = builder.tls_certs_only([ca.clone()]);
-        }
-        let client = builder
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(self.timeout)
-            .connect_timeout(self.timeout.min(Duration::from_secs(10)))
-            .user_agent(&self.user_agent)
-            .resolve(&host, addr)
-            .build();
-        match client {
+        match self.client(&site.name, &host, addr) {
             Ok(client) => robotsgate_fetch::fetch_remote(&client, &url, &Validators::default()).await,
             Err(e) => {
                 // A client that cannot be built (a bad `origin_ca_file`, say) is

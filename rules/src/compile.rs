@@ -9,11 +9,21 @@ use crate::parse::{self, Directive, Handler, KeyKind};
 use crate::ruleset::{Rule, RuleSet, Tables};
 
 /// A `user-agent` line as compiled: the global `*`, or the product token
-/// Google keeps from the value.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Google keeps from the value, lower-cased, as a span of the arena.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AgentName {
     Global,
-    Token(Box<[u8]>),
+    Token(Span),
+}
+
+/// Bytes of the arena: start and length. Agent tokens live there beside
+/// the patterns, so that a file's agents cost no allocation each.
+pub(crate) type Span = (u32, u32);
+
+/// The bytes of `span` in `arena`.
+#[inline]
+pub(crate) fn text(arena: &[u8], span: Span) -> &[u8] {
+    &arena[span.0 as usize..(span.0 + span.1) as usize]
 }
 
 /// A non-group line (sitemap, crawl-delay, any unknown key) with its line.
@@ -45,8 +55,8 @@ pub(crate) struct Compiled {
     pub arena: Vec<u8>,
     pub tables: Tables,
     pub sets: Vec<RuleSet>,
-    /// Lower-cased product token to rule set, sorted by token.
-    pub agents: Vec<(Box<[u8]>, u32)>,
+    /// Lower-cased product token (in the arena) to rule set, sorted by token.
+    pub agents: Vec<(Span, u32)>,
     pub global: Option<u32>,
     pub extras: Vec<Extra>,
     /// The pattern as written, by line, where it differs from the normalised one.
@@ -88,7 +98,16 @@ impl Builder {
             self.groups.push(self.end());
             self.in_rules = false;
         }
-        let name = parse::agent_key(d.value).map_or(AgentName::Global, |t| AgentName::Token(t.into()));
+        let name = if parse::is_global_agent(d.value) {
+            AgentName::Global
+        } else {
+            let token = parse::product_token(d.value);
+            let start = self.arena.len();
+            self.arena.extend_from_slice(token);
+            self.arena[start..].make_ascii_lowercase();
+            let start = start as u32;
+            AgentName::Token((start, token.len() as u32))
+        };
         self.agents.push((d.line, name));
     }
 
@@ -158,71 +177,70 @@ impl Builder {
         self.extras.shrink_to_fit();
         self.written.sort_unstable_by_key(|w| w.0);
         self.written.shrink_to_fit();
-        // Which groups each crawler obeys: (token, group) pairs sorted by
-        // token, so each token's groups come out together and in file order.
-        let mut named: Vec<(&[u8], u32)> = Vec::new();
-        let mut global_groups: Vec<u32> = Vec::new();
+        // Which groups each crawler obeys: (token, group, token's span)
+        // sorted by token, so each token's groups come out together and in
+        // file order.
+        let arena = &self.arena;
+        let mut named: Vec<(&[u8], u32, Span)> = Vec::new();
         for g in 0..self.groups.len() {
             for (_, name) in &self.agents[self.group(g).0] {
-                match name {
-                    AgentName::Global if global_groups.last() != Some(&(g as u32)) => global_groups.push(g as u32),
-                    AgentName::Global => {}
-                    AgentName::Token(t) => named.push((t, g as u32)),
+                if let AgentName::Token(t) = name {
+                    named.push((text(arena, *t), g as u32, *t));
                 }
             }
         }
-        named.sort_unstable();
-        named.dedup();
-        // Each token with its groups: (token, range of `lists`).
-        let mut lists: Vec<u32> = Vec::with_capacity(named.len());
-        let mut tokens: Vec<(&[u8], Range<usize>)> = Vec::new();
-        for (t, g) in &named {
-            match tokens.last_mut() {
-                Some((last, r)) if last == t => r.end += 1,
-                _ => tokens.push((t, lists.len()..lists.len() + 1)),
+        named.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        named.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
+        // Each token's run of `named`, ordered by its list of groups, so
+        // that crawlers obeying the same groups come together and share
+        // one rule set.
+        let mut runs: Vec<(u32, u32)> = Vec::new();
+        for (i, (t, ..)) in named.iter().enumerate() {
+            match runs.last_mut() {
+                Some(r) if named[r.0 as usize].0 == *t => r.1 += 1,
+                _ => runs.push((i as u32, i as u32 + 1)),
             }
-            lists.push(*g);
         }
+        let groups_of = |r: (u32, u32)| named[r.0 as usize..r.1 as usize].iter().map(|n| n.1);
+        runs.sort_unstable_by(|&a, &b| groups_of(a).cmp(groups_of(b)));
 
         // Each group usually lands in one set, so the rules fit as they are.
         let mut tables = Tables::with_rules_capacity(self.rules.len());
-        let mut sets: Vec<RuleSet> = Vec::with_capacity(tokens.len() + 1);
-        // One set of buffers for every set: most files have several.
-        let mut empty: Vec<(u32, bool)> = Vec::new();
-        let mut lines: Vec<u32> = Vec::new();
-        let mut make_set = |b: &Builder, groups: &[u32], global: bool| -> u32 {
-            empty.clear();
-            lines.clear();
-            for &g in groups {
-                let (agents, _, e) = b.group(g as usize);
-                empty.extend_from_slice(&b.empty[e]);
-                lines.push(b.agents[agents].first().map_or(0, |a| a.0));
-            }
-            let rules = groups.iter().map(|&g| &b.rules[b.group(g as usize).1]);
-            sets.push(tables.add_set(&b.arena, rules, &empty, &lines, global));
-            (sets.len() - 1) as u32
-        };
-        let global = (!global_groups.is_empty()).then(|| make_set(&self, &global_groups, true));
-        // Crawlers that obey the same groups share one rule set: sorting by
-        // group list brings them together.
-        let mut by_list: Vec<usize> = (0..tokens.len()).collect();
-        by_list.sort_unstable_by(|&a, &b| lists[tokens[a].1.clone()].cmp(&lists[tokens[b].1.clone()]));
-        let mut agents: Vec<(Box<[u8]>, u32)> = Vec::with_capacity(tokens.len());
-        let mut previous: Option<(&[u32], u32)> = None;
-        for &i in &by_list {
-            let (token, r) = &tokens[i];
-            let list = &lists[r.clone()];
+        let mut sets: Vec<RuleSet> = Vec::with_capacity(runs.len() + 1);
+        let global_groups = (0..self.groups.len() as u32)
+            .filter(|&g| self.agents[self.group(g as usize).0].iter().any(|a| a.1 == AgentName::Global));
+        let global =
+            global_groups.clone().next().is_some().then(|| self.make_set(&mut tables, &mut sets, global_groups, true));
+        let mut agents: Vec<(Span, u32)> = Vec::with_capacity(runs.len());
+        let mut previous: Option<((u32, u32), u32)> = None;
+        for &r in &runs {
             let set = match previous {
-                Some((p, set)) if p == list => set,
-                _ => make_set(&self, list, false),
+                Some((p, set)) if groups_of(p).eq(groups_of(r)) => set,
+                _ => self.make_set(&mut tables, &mut sets, groups_of(r), false),
             };
-            previous = Some((list, set));
-            agents.push((Box::from(*token), set));
+            previous = Some((r, set));
+            agents.push((named[r.0 as usize].2, set));
         }
-        agents.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        drop(named);
+        agents.sort_unstable_by(|a, b| text(&self.arena, a.0).cmp(text(&self.arena, b.0)));
         sets.shrink_to_fit();
         tables.shrink();
         Compiled { arena: self.arena, tables, sets, agents, global, extras: self.extras, written: self.written }
+    }
+
+    /// Adds the rule set of `groups` (group indexes, in file order).
+    fn make_set(
+        &self,
+        tables: &mut Tables,
+        sets: &mut Vec<RuleSet>,
+        groups: impl Iterator<Item = u32> + Clone,
+        global: bool,
+    ) -> u32 {
+        let rules = groups.clone().map(|g| &self.rules[self.group(g as usize).1]);
+        let empty = groups.clone().flat_map(|g| self.empty[self.group(g as usize).2].iter().copied());
+        let lines = groups.map(|g| self.agents[self.group(g as usize).0].first().map_or(0, |a| a.0));
+        sets.push(tables.add_set(&self.arena, rules, empty, lines, global));
+        (sets.len() - 1) as u32
     }
 }
 

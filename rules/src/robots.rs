@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::compile::{Compiled, Extra, compile};
+use crate::compile::{Compiled, Extra, Span, compile, text};
 use crate::crawlers::Choice;
 use crate::parse::{KeyKind, is_token_byte};
 use crate::ruleset::{Rule, RuleSet};
@@ -123,13 +123,18 @@ impl Robots {
             // Few agents, as in most files: a length test rejects nearly all
             // of them without reading a byte. A token holds only token bytes,
             // so an agent equal to one (ignoring case) is a valid token too.
-            return agents.iter().find(|(t, _)| t.len() == agent.len() && t.eq_ignore_ascii_case(agent)).map(|a| a.1);
+            let arena = &self.inner.arena;
+            return agents
+                .iter()
+                .find(|(t, _)| t.1 as usize == agent.len() && text(arena, *t).eq_ignore_ascii_case(agent))
+                .map(|a| a.1);
         }
         if !agent.iter().all(|b| is_token_byte(*b)) {
             // A file's tokens hold only token bytes, so nothing can match.
             return None;
         }
-        agents.binary_search_by(|(token, _)| cmp_lowercase(token, agent)).ok().map(|i| agents[i].1)
+        let arena = &self.inner.arena;
+        agents.binary_search_by(|(token, _)| cmp_lowercase(text(arena, *token), agent)).ok().map(|i| agents[i].1)
     }
 
     /// `Sitemap:` lines, with their line numbers, in file order.
@@ -157,7 +162,7 @@ impl Robots {
             + c.tables.heap_bytes()
             + c.sets.capacity() * size_of::<RuleSet>()
             + c.sets.iter().map(RuleSet::heap_bytes).sum::<usize>()
-            + c.agents.iter().map(|a| a.0.len() + size_of::<(Box<[u8]>, u32)>()).sum::<usize>()
+            + c.agents.capacity() * size_of::<(Span, u32)>()
             + c.extras.iter().map(|e| e.key.len() + e.value.len() + size_of::<Extra>()).sum::<usize>()
             + c.written.iter().map(|w| w.1.len() + size_of::<(u32, Box<[u8]>)>()).sum::<usize>()
     }

@@ -262,8 +262,8 @@ impl Tables {
         &mut self,
         arena: &[u8],
         parts: impl IntoIterator<Item = &'r [Rule]>,
-        empty: &[(u32, bool)],
-        group_lines: &[u32],
+        empty: impl IntoIterator<Item = (u32, bool)>,
+        group_lines: impl IntoIterator<Item = u32>,
         global: bool,
     ) -> RuleSet {
         let first = self.rules.len();
@@ -286,9 +286,9 @@ impl Tables {
             Some(Box::new(GramIndex::build(&mut self.grams, &mut self.bits, arena, wild)))
         };
         let e = self.empty.len();
-        self.empty.extend_from_slice(empty);
+        self.empty.extend(empty);
         let g = self.group_lines.len();
-        self.group_lines.extend_from_slice(group_lines);
+        self.group_lines.extend(group_lines);
         RuleSet {
             rules: span(&(first..first + split)),
             literal_index,

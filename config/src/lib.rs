@@ -116,6 +116,11 @@ pub struct ProxySettings {
     /// How long in-flight requests get to finish on SIGTERM.
     #[serde(default = "default_grace", with = "humantime_serde_compat")]
     pub grace_period: Duration,
+    /// How long a proxied request waits on the origin: for its answer to
+    /// begin, and between reads of its body (nginx's `proxy_read_timeout`).
+    /// Past it, the client gets 504, or the connection closes mid-body.
+    #[serde(default = "default_origin_timeout", with = "humantime_serde_compat")]
+    pub origin_timeout: Duration,
     /// A PEM bundle of CA certificates trusted for TLS origins
     /// (`origin_tls: true`), instead of the system's roots.
     #[serde(default)]
@@ -342,6 +347,9 @@ fn default_true() -> bool {
 }
 fn default_threads() -> usize {
     1
+}
+fn default_origin_timeout() -> Duration {
+    Duration::from_secs(60)
 }
 fn default_grace() -> Duration {
     Duration::from_secs(10)

@@ -10,6 +10,7 @@
 //! instructions on this machine, nginx as a reverse proxy 21,800; the hop's
 //! added latency is what the gateway is judged on (docs/BENCHMARKS.md).
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use pingora::proxy::HttpProxy;
 use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::time::Sleep;
 
 use crate::framing::Body;
 use crate::gateway::{FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
@@ -119,8 +121,9 @@ impl Logged {
 
 /// Why a relayed request ended the client connection.
 enum Failure {
-    /// Nothing was sent to the client yet: it gets a 502.
-    Origin(String),
+    /// Nothing was sent to the client yet: it gets this status (502, or
+    /// 504 when the origin did not answer in time) and the reason.
+    Origin(u16, String),
     /// The exchange broke midway; the client connection is closed.
     Broken,
 }
@@ -163,8 +166,14 @@ impl Front {
         let mut buf = BytesMut::with_capacity(CHUNK);
         let mut from_origin = BytesMut::new();
         let mut first = true;
+        // One timer per connection, pushed forward as each wait begins: a
+        // new timer per request made the runtime wake itself through its
+        // eventfd (two system calls per request).
         let mut deadline = std::pin::pin!(tokio::time::sleep(KEEPALIVE));
         loop {
+            // The next request's head must be complete within KEEPALIVE,
+            // however slowly its bytes trickle in.
+            deadline.as_mut().reset(tokio::time::Instant::now() + KEEPALIVE);
             let (plan, head_len) = loop {
                 if !buf.is_empty() {
                     let closing = *watch.borrow();
@@ -175,10 +184,6 @@ impl Front {
                     }
                 }
                 buf.reserve(CHUNK);
-                // One timer per connection, pushed forward before each read:
-                // a new timer per request made the runtime wake itself
-                // through its eventfd (two system calls per request).
-                deadline.as_mut().reset(tokio::time::Instant::now() + KEEPALIVE);
                 // Between requests, a shutdown closes the idle connection; a
                 // request already under way is finished.
                 let between = buf.is_empty() && !first;
@@ -210,7 +215,8 @@ impl Front {
                 }
                 Plan::Forward(f) => {
                     buf.advance(head_len);
-                    self.relay(&mut client, &mut buf, &mut from_origin, f).await
+                    let mut wait = Wait { timer: deadline.as_mut(), limit: self.gateway.origin_timeout };
+                    self.relay(&mut client, &mut buf, &mut from_origin, &mut wait, f).await
                 }
             };
             if !keep {
@@ -366,16 +372,23 @@ impl Front {
 
     /// Relays one request to the origin and its response back. Returns
     /// whether the client connection stays open.
-    async fn relay(&self, client: &mut Stream, buf: &mut BytesMut, from_origin: &mut BytesMut, mut f: Forward) -> bool {
+    async fn relay(
+        &self,
+        client: &mut Stream,
+        buf: &mut BytesMut,
+        from_origin: &mut BytesMut,
+        wait: &mut Wait<'_>,
+        mut f: Forward,
+    ) -> bool {
         let request = std::mem::take(&mut f.head);
-        let (status, keep) = match self.exchange(client, buf, from_origin, &f, request).await {
+        let (status, keep) = match self.exchange(client, buf, from_origin, wait, &f, request).await {
             Ok((status, keep)) => (status, keep && !f.close),
-            Err(Failure::Origin(why)) => {
+            Err(Failure::Origin(status, why)) => {
                 tracing::warn!(site = %f.site.name, error = %why, "origin failed");
                 let body = format!("robots-proxy: the origin of {} failed: {why}\n", f.site.name);
-                let _ = client.write_all(&answer(502, body.as_bytes(), true)).await;
+                let _ = client.write_all(&answer(status, body.as_bytes(), true)).await;
                 let _ = client.flush().await;
-                (502, false)
+                (status, false)
             }
             Err(Failure::Broken) => (0, false),
         };
@@ -392,10 +405,11 @@ impl Front {
         client: &mut Stream,
         buf: &mut BytesMut,
         from_origin: &mut BytesMut,
+        wait: &mut Wait<'_>,
         f: &Forward,
         mut request: Vec<u8>,
     ) -> Result<(u16, bool), Failure> {
-        let addr = f.site.origin.addr().await.map_err(Failure::Origin)?;
+        let addr = f.site.origin.addr().await.map_err(|e| Failure::Origin(502, e))?;
         // The body bytes already read go out with the head.
         let early = buf.len().min(usize::try_from(f.body).unwrap_or(usize::MAX));
         request.extend_from_slice(&buf[..early]);
@@ -406,18 +420,16 @@ impl Front {
             let reused = pooled.is_some();
             let mut origin = match pooled.take() {
                 Some(conn) => conn,
-                None => upstream::connect(addr).await.map_err(|e| Failure::Origin(format!("{addr}: {e}")))?,
+                None => upstream::connect(addr).await.map_err(|e| origin_error(addr, &e))?,
             };
             from_origin.clear();
             let sent = match origin.write_all(&request).await {
                 Ok(()) if rest > 0 => copy_exact(client, &mut origin, rest, buf).await,
                 Ok(()) => Ok(()),
-                Err(e) => Err(Failure::Origin(format!("{addr}: {e}"))),
+                Err(e) => Err(origin_error(addr, &e)),
             };
             let answered = match sent {
-                Ok(()) => {
-                    read_more(&mut origin, from_origin).await.map_err(|e| Failure::Origin(format!("{addr}: {e}")))
-                }
+                Ok(()) => read_more(&mut origin, from_origin, wait).await.map_err(|e| origin_error(addr, &e)),
                 Err(e) => Err(e),
             };
             match answered {
@@ -425,7 +437,7 @@ impl Front {
                 // A pooled connection the origin closed meanwhile: once more
                 // on a new one, if all that was sent can be sent again.
                 _ if reused && rest == 0 && f.idempotent => continue,
-                Ok(_) => return Err(Failure::Origin(format!("{addr} closed the connection without a response"))),
+                Ok(_) => return Err(Failure::Origin(502, format!("{addr} closed the connection without a response"))),
                 Err(e) => return Err(e),
             }
         };
@@ -436,22 +448,23 @@ impl Front {
             let len = match resp.parse(from_origin) {
                 Ok(httparse::Status::Complete(len)) => len,
                 Ok(httparse::Status::Partial) if from_origin.len() <= MAX_RESPONSE_HEAD => {
-                    match read_more(&mut origin, from_origin).await {
+                    match read_more(&mut origin, from_origin, wait).await {
                         Ok(n) if n > 0 => continue,
                         _ if sent_interim => return Err(Failure::Broken),
-                        _ => return Err(Failure::Origin(format!("{addr} sent an incomplete response head"))),
+                        Ok(_) => return Err(Failure::Origin(502, format!("{addr} sent an incomplete response head"))),
+                        Err(e) => return Err(origin_error(addr, &e)),
                     }
                 }
                 Ok(httparse::Status::Partial) => {
-                    return Err(Failure::Origin(format!("{addr} sent a response head over 64 KiB")));
+                    return Err(Failure::Origin(502, format!("{addr} sent a response head over 64 KiB")));
                 }
-                Err(e) => return Err(Failure::Origin(format!("{addr} sent a malformed response head: {e}"))),
+                Err(e) => return Err(Failure::Origin(502, format!("{addr} sent a malformed response head: {e}"))),
             };
             let status = resp.code.unwrap_or(0);
             if status == 101 {
-                return Err(Failure::Origin(format!("{addr} switched protocols unasked")));
+                return Err(Failure::Origin(502, format!("{addr} switched protocols unasked")));
             }
-            let response = Response::read(&resp, f.head_only).map_err(Failure::Origin)?;
+            let response = Response::read(&resp, f.head_only).map_err(|e| Failure::Origin(502, e))?;
             let interim = (100..200).contains(&status);
             let close = !interim && (f.close || matches!(response.body, Body::UntilClose));
             let head = response.head(&resp, close);
@@ -465,7 +478,7 @@ impl Front {
             }
             client.write_all(&head).await.map_err(|_| Failure::Broken)?;
             let origin_keeps = response.keep_alive;
-            let clean = relay_body(&mut origin, client, from_origin, response.body).await?;
+            let clean = relay_body(&mut origin, client, from_origin, wait, response.body).await?;
             if origin_keeps && clean {
                 f.site.upstream.put(addr, origin);
             }
@@ -496,10 +509,33 @@ async fn copy_exact(
     Ok(())
 }
 
-/// Reads what the origin has next, appending to `into`.
-async fn read_more(origin: &mut TcpStream, into: &mut BytesMut) -> std::io::Result<usize> {
+/// The connection's timer, lent to a relayed request: how long the origin
+/// may keep it waiting.
+struct Wait<'t> {
+    timer: Pin<&'t mut Sleep>,
+    limit: Duration,
+}
+
+/// Reads what the origin has next, appending to `into`; an origin silent
+/// for `wait.limit` is a `TimedOut` error.
+async fn read_more(origin: &mut TcpStream, into: &mut BytesMut, wait: &mut Wait<'_>) -> std::io::Result<usize> {
     into.reserve(CHUNK);
-    origin.read_buf(into).await
+    wait.timer.as_mut().reset(tokio::time::Instant::now() + wait.limit);
+    tokio::select! {
+        biased;
+        n = origin.read_buf(into) => n,
+        () = wait.timer.as_mut() => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no answer within {:?}", wait.limit),
+        )),
+    }
+}
+
+/// A failure of the origin before any of its answer was relayed: 504 when
+/// it took too long, else 502.
+fn origin_error(addr: std::net::SocketAddr, e: &std::io::Error) -> Failure {
+    let status = if e.kind() == std::io::ErrorKind::TimedOut { 504 } else { 502 };
+    Failure::Origin(status, format!("{addr}: {e}"))
 }
 
 /// Relays the response body; `from_origin` holds the bytes already read
@@ -509,6 +545,7 @@ async fn relay_body(
     origin: &mut TcpStream,
     client: &mut Stream,
     from_origin: &mut BytesMut,
+    wait: &mut Wait<'_>,
     mut body: Body,
 ) -> Result<bool, Failure> {
     let mut done = body.is_done();
@@ -523,7 +560,7 @@ async fn relay_body(
     client.flush().await.map_err(|_| Failure::Broken)?;
     while !done {
         from_origin.clear();
-        let n = read_more(origin, from_origin).await.map_err(|_| Failure::Broken)?;
+        let n = read_more(origin, from_origin, wait).await.map_err(|_| Failure::Broken)?;
         if n == 0 {
             if body == Body::UntilClose {
                 return Ok(false);

@@ -49,6 +49,8 @@ pub struct Gateway {
     pub metrics: Arc<Metrics>,
     /// Status for unknown hosts.
     pub unknown_host_status: u16,
+    /// How long a proxied request waits on the origin (`proxy.origin_timeout`).
+    pub origin_timeout: std::time::Duration,
 }
 
 /// The body sent to a Host no site is configured for.

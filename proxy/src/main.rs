@@ -130,6 +130,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         crawlers: Crawlers::new(&settings.crawlers),
         metrics: Arc::clone(&metrics),
         unknown_host_status: settings.unknown_host_status,
+        origin_timeout: settings.origin_timeout,
     });
     let pipeline = pingora::proxy::http_proxy(&server.configuration, Pipeline(Arc::clone(&gateway)));
     let front = Front::new(gateway, Arc::new(pipeline), settings.fast_path);

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::prelude::*;
-use pingora::proxy::{ProxyHttp, Session};
+use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
 use crate::gateway::{FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
 use crate::store::State;
@@ -116,7 +116,29 @@ impl ProxyHttp for Pipeline {
             }
         };
         let sni = site.proxy.sni.clone().unwrap_or_else(|| site.proxy.hosts[0].clone());
-        Ok(Box::new(HttpPeer::new(addr, site.proxy.origin_tls, sni)))
+        let mut peer = HttpPeer::new(addr, site.proxy.origin_tls, sni);
+        peer.options.connection_timeout = Some(crate::upstream::CONNECT_TIMEOUT);
+        peer.options.read_timeout = Some(self.0.origin_timeout);
+        Ok(Box::new(peer))
+    }
+
+    /// Pingora's default answers 502 to every origin failure; an origin
+    /// that did not answer in time gets 504, as on the fast path.
+    async fn fail_to_proxy(&self, session: &mut Session, e: &pingora::Error, _ctx: &mut Self::CTX) -> FailToProxy {
+        use pingora::ErrorSource;
+        let code = match (e.etype(), e.esource()) {
+            (ErrorType::HTTPStatus(code), _) => *code,
+            (ErrorType::ReadTimedout | ErrorType::ConnectTimedout, ErrorSource::Upstream) => 504,
+            (_, ErrorSource::Upstream) => 502,
+            // The client's connection is gone: nobody to answer.
+            (ErrorType::WriteError | ErrorType::ReadError | ErrorType::ConnectionClosed, ErrorSource::Downstream) => 0,
+            (_, ErrorSource::Downstream) => 400,
+            _ => 500,
+        };
+        if code > 0 {
+            let _ = session.respond_error(code).await;
+        }
+        FailToProxy { error_code: code, can_reuse_downstream: false }
     }
 
     async fn logging(&self, session: &mut Session, _e: Option<&pingora::Error>, ctx: &mut Self::CTX) {

@@ -19,6 +19,7 @@ fn config(dir: &Path, origin: SocketAddr, listen: u16, admin: u16, fast_path: bo
   state_dir: state
   refresh: 1s
   grace_period: 1s
+  origin_timeout: 1s
   fast_path: {fast_path}
 sites:
   - name: shop
@@ -273,4 +274,19 @@ fn the_pipeline_alone_still_serves_robots_enforces_and_passes_through() {
     assert_eq!(request(addr, "GET", "shop.test", "/private/x", &ua).unwrap().status, 403);
     assert_eq!(request(addr, "GET", "shop.test", "/page", &ua).unwrap().status, 200);
     assert_eq!(request(addr, "GET", "elsewhere.test", "/", &[]).unwrap().status, 421);
+}
+
+#[test]
+fn a_silent_origin_gets_504_on_both_paths() {
+    let origin = Origin::start();
+    origin.set("/hang", Reply::Hang);
+    origin.set("/page", Reply::ok("origin page"));
+    for fast in [true, false] {
+        let (_p, addr) = start(if fast { "hang-fast" } else { "hang-pipeline" }, origin.addr, fast);
+        let asked = std::time::Instant::now();
+        let r = request(addr, "GET", "shop.test", "/hang", &[]).expect("a response");
+        assert_eq!(r.status, 504, "fast path {fast}: {r:?}");
+        assert!(asked.elapsed() < Duration::from_secs(10), "fast path {fast}: {:?}", asked.elapsed());
+        assert_eq!(request(addr, "GET", "shop.test", "/page", &[]).unwrap().text(), "origin page");
+    }
 }

@@ -27,16 +27,32 @@ pub(crate) fn text(arena: &[u8], span: Span) -> &[u8] {
 }
 
 /// A non-group line (sitemap, crawl-delay, any unknown key) with its line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Extra {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extra<'r> {
     /// 1-based line number.
     pub line: u32,
     /// How Google classified the key: [`KeyKind::Sitemap`] or [`KeyKind::Unknown`].
     pub kind: KeyKind,
     /// The key as written.
-    pub key: Box<[u8]>,
+    pub key: &'r [u8],
     /// The value as written.
-    pub value: Box<[u8]>,
+    pub value: &'r [u8],
+}
+
+/// An [`Extra`] as stored: its key and value are spans of the arena.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ExtraLine {
+    pub line: u32,
+    pub kind: KeyKind,
+    pub key: Span,
+    pub value: Span,
+}
+
+impl ExtraLine {
+    /// The public view, reading key and value from `arena`.
+    pub fn view(self, arena: &[u8]) -> Extra<'_> {
+        Extra { line: self.line, kind: self.kind, key: text(arena, self.key), value: text(arena, self.value) }
+    }
 }
 
 /// One group as written: where its `user-agent` lines, rules and empty
@@ -58,7 +74,7 @@ pub(crate) struct Compiled {
     /// Lower-cased product token (in the arena) to rule set, sorted by token.
     pub agents: Vec<(Span, u32)>,
     pub global: Option<u32>,
-    pub extras: Vec<Extra>,
+    pub extras: Vec<ExtraLine>,
     /// The pattern as written, by line, where it differs from the normalised one.
     pub written: Vec<(u32, Box<[u8]>)>,
 }
@@ -74,7 +90,7 @@ struct Builder {
     /// The current group has had a rule, so the next `user-agent` starts a
     /// new group (Google's "separator").
     in_rules: bool,
-    extras: Vec<Extra>,
+    extras: Vec<ExtraLine>,
     written: Vec<(u32, Box<[u8]>)>,
 }
 
@@ -102,11 +118,9 @@ impl Builder {
             AgentName::Global
         } else {
             let token = parse::product_token(d.value);
-            let start = self.arena.len();
-            self.arena.extend_from_slice(token);
-            self.arena[start..].make_ascii_lowercase();
-            let start = start as u32;
-            AgentName::Token((start, token.len() as u32))
+            let span = self.keep(token);
+            self.arena[span.0 as usize..].make_ascii_lowercase();
+            AgentName::Token(span)
         };
         self.agents.push((d.line, name));
     }
@@ -114,7 +128,21 @@ impl Builder {
     #[cold]
     #[inline(never)]
     fn extra(&mut self, d: &Directive<'_>) {
-        self.extras.push(Extra { line: d.line, kind: d.kind, key: d.key.into(), value: d.value.into() })
+        // Most files have one or two such lines (a sitemap): room for one
+        // first, rather than the four a first push makes.
+        if self.extras.capacity() == 0 {
+            self.extras.reserve_exact(1);
+        }
+        let key = self.keep(d.key);
+        let value = self.keep(d.value);
+        self.extras.push(ExtraLine { line: d.line, kind: d.kind, key, value });
+    }
+
+    /// Copies `bytes` into the arena.
+    fn keep(&mut self, bytes: &[u8]) -> Span {
+        let start = self.arena.len() as u32;
+        self.arena.extend_from_slice(bytes);
+        (start, bytes.len() as u32)
     }
 
     #[inline]
@@ -173,7 +201,10 @@ impl Builder {
     }
 
     fn finish(mut self) -> Compiled {
-        self.arena.shrink_to_fit();
+        // A reallocation to give back less than an eighth is not worth it.
+        if self.arena.capacity() - self.arena.len() > self.arena.len() / 8 {
+            self.arena.shrink_to_fit();
+        }
         self.extras.shrink_to_fit();
         self.written.sort_unstable_by_key(|w| w.0);
         self.written.shrink_to_fit();

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::compile::{Compiled, Extra, Span, compile, text};
+use crate::compile::{Compiled, Extra, ExtraLine, Span, compile, text};
 use crate::crawlers::Choice;
 use crate::parse::{KeyKind, is_token_byte};
 use crate::ruleset::{Rule, RuleSet};
@@ -139,13 +139,13 @@ impl Robots {
 
     /// `Sitemap:` lines, with their line numbers, in file order.
     pub fn sitemaps(&self) -> impl Iterator<Item = (u32, &[u8])> {
-        self.inner.extras.iter().filter(|e| e.kind == KeyKind::Sitemap).map(|e| (e.line, &*e.value))
+        self.extras().filter(|e| e.kind == KeyKind::Sitemap).map(|e| (e.line, e.value))
     }
 
     /// Every line that is neither a group nor a rule line (sitemaps,
     /// crawl-delay, unknown keys), in file order.
-    pub fn extras(&self) -> &[Extra] {
-        &self.inner.extras
+    pub fn extras(&self) -> impl ExactSizeIterator<Item = Extra<'_>> {
+        self.inner.extras.iter().map(|e| e.view(&self.inner.arena))
     }
 
     /// Size of the input this was parsed from.
@@ -163,7 +163,7 @@ impl Robots {
             + c.sets.capacity() * size_of::<RuleSet>()
             + c.sets.iter().map(RuleSet::heap_bytes).sum::<usize>()
             + c.agents.capacity() * size_of::<(Span, u32)>()
-            + c.extras.iter().map(|e| e.key.len() + e.value.len() + size_of::<Extra>()).sum::<usize>()
+            + c.extras.capacity() * size_of::<ExtraLine>()
             + c.written.iter().map(|w| w.1.len() + size_of::<(u32, Box<[u8]>)>()).sum::<usize>()
     }
 

@@ -300,13 +300,16 @@ fn index_html_directory(pattern: &[u8]) -> Option<&[u8]> {
 
 /// Parses and compiles `body`.
 pub(crate) fn compile(body: &[u8]) -> Compiled {
-    // Patterns are a large share of the file; sizing the arena for them up
-    // front avoids regrowing it line by line.
+    // The arena holds the values of the file's lines (patterns, agent
+    // tokens, sitemaps): rarely more bytes than the file has, so sized to
+    // the file it is not regrown on the way, and one shrink at the end
+    // (in place, for the allocator) gives back the keys, comments and
+    // line ends.
     let body_len = body.len().min(parse::MAX_FILE_BYTES);
     // Likewise the rules, which the builder drops when it is done: a rule
     // line is rarely under 16 bytes.
     let mut b = Builder {
-        arena: Vec::with_capacity(body_len / 2),
+        arena: Vec::with_capacity(body_len),
         rules: Vec::with_capacity(body_len / 16),
         ..Builder::default()
     };

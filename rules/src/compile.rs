@@ -308,11 +308,8 @@ pub(crate) fn compile(body: &[u8]) -> Compiled {
     let body_len = body.len().min(parse::MAX_FILE_BYTES);
     // Likewise the rules, which the builder drops when it is done: a rule
     // line is rarely under 16 bytes.
-    let mut b = Builder {
-        arena: Vec::with_capacity(body_len),
-        rules: Vec::with_capacity(body_len / 16),
-        ..Builder::default()
-    };
+    let mut b =
+        Builder { arena: Vec::with_capacity(body_len), rules: Vec::with_capacity(body_len / 16), ..Builder::default() };
     parse::parse(body, &mut b);
     b.finish()
 }

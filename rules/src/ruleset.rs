@@ -149,6 +149,33 @@ fn precedence(a: &Rule, b: &Rule) -> std::cmp::Ordering {
     b.len.cmp(&a.len).then(b.is_allow().cmp(&a.is_allow())).then(a.line().cmp(&b.line()))
 }
 
+/// Puts a set of at most [`LINEAR_MAX`] rules in precedence order. Each
+/// rule becomes one integer (its precedence, then its position), and the
+/// integers are sorted: moving 8-byte keys with one comparison each costs
+/// a third of the instructions of moving 12-byte rules with three.
+fn order_small(rules: &mut [Rule]) {
+    const MAX: usize = 16;
+    const _: () = assert!(LINEAR_MAX <= MAX && WILD_LINEAR_MAX <= MAX);
+    let n = rules.len();
+    if n < 2 || n > MAX {
+        rules.sort_unstable_by(precedence);
+        return;
+    }
+    let mut keys = [0u64; MAX];
+    for (i, (key, r)) in keys.iter_mut().zip(rules.iter()).enumerate() {
+        // Longer first, then Allow, then the earlier line; 41 bits, so the
+        // position fits below.
+        let rank = (u64::from(u16::MAX - r.len) << 25) | (u64::from(!r.is_allow()) << 24) | u64::from(r.line());
+        *key = rank << 4 | i as u64;
+    }
+    keys[..n].sort_unstable();
+    let mut original = [rules[0]; MAX];
+    original[..n].copy_from_slice(rules);
+    for (slot, key) in rules.iter_mut().zip(keys) {
+        *slot = original[(key & 15) as usize];
+    }
+}
+
 /// The best of `best` and the rules of the bucket starting at `bucket[0]`,
 /// which are in precedence order and end at the first rule marked last.
 /// `whole` says whether the literal still has to be checked.
@@ -274,13 +301,13 @@ impl Tables {
         let split = partition(set, |r| !r.is_leading_wild());
         let (plain, wild) = set.split_at_mut(split);
         let literal_index = if plain.len() <= LINEAR_MAX {
-            plain.sort_unstable_by(precedence);
+            order_small(plain);
             None
         } else {
             LiteralIndex::build(&mut self.slots, &mut self.bits, arena, plain).map(Box::new)
         };
         let gram_index = if wild.len() <= WILD_LINEAR_MAX {
-            wild.sort_unstable_by(precedence);
+            order_small(wild);
             None
         } else {
             Some(Box::new(GramIndex::build(&mut self.grams, &mut self.bits, arena, wild)))

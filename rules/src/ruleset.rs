@@ -157,7 +157,7 @@ fn order_small(rules: &mut [Rule]) {
     const MAX: usize = 16;
     const _: () = assert!(LINEAR_MAX <= MAX && WILD_LINEAR_MAX <= MAX);
     let n = rules.len();
-    if n < 2 || n > MAX {
+    if !(2..=MAX).contains(&n) {
         rules.sort_unstable_by(precedence);
         return;
     }

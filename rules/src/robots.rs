@@ -123,11 +123,12 @@ impl Robots {
             // Few agents, as in most files: a length test rejects nearly all
             // of them without reading a byte. A token holds only token bytes,
             // so an agent equal to one (ignoring case) is a valid token too.
-            let arena = &self.inner.arena;
-            return agents
-                .iter()
-                .find(|(t, _)| t.1 as usize == agent.len() && text(arena, *t).eq_ignore_ascii_case(agent))
-                .map(|a| a.1);
+            for &(token, set) in agents {
+                if token.1 as usize == agent.len() && text(&self.inner.arena, token).eq_ignore_ascii_case(agent) {
+                    return Some(set);
+                }
+            }
+            return None;
         }
         if !agent.iter().all(|b| is_token_byte(*b)) {
             // A file's tokens hold only token bytes, so nothing can match.

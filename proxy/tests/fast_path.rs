@@ -6,10 +6,12 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use testkit::*;
+
+mod support;
+use support::spawn_proxy;
 
 fn config(dir: &Path, origin: SocketAddr, listen: u16, admin: u16, fast_path: bool) -> PathBuf {
     let yaml = format!(
@@ -38,19 +40,8 @@ fn start(name: &str, origin: SocketAddr, fast_path: bool) -> (Proc, SocketAddr) 
     let dir = temp_dir(name);
     let (listen, admin) = (free_port(), free_port());
     let cfg = config(&dir, origin, listen, admin, fast_path);
-    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
-        .arg("--config")
-        .arg(&cfg)
-        .current_dir(&dir)
-        .env("ROBOTSGATE_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(if std::env::var_os("TEST_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
-        .spawn()
-        .expect("start robots-proxy");
     let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
-    let proc = Proc(child);
-    assert!(wait_listening(addr, 20), "robots-proxy did not start");
-    (proc, addr)
+    (spawn_proxy(&cfg, &[addr]), addr)
 }
 
 /// One response as a client reads it off a kept-alive connection.

@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use testkit::*;
 
+mod support;
+use support::spawn_proxy;
+
 const GOOD: &str = "User-agent: *\nDisallow: /private\n\nUser-agent: Googlebot\nDisallow: /nogoogle\n";
 
 struct Gate {
@@ -41,19 +44,9 @@ sites:
 }
 
 fn start(cfg: &Path, listen: u16, admin: u16) -> Gate {
-    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
-        .arg("--config")
-        .arg(cfg)
-        .env("ROBOTSGATE_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(if std::env::var_os("TEST_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
-        .spawn()
-        .expect("start robots-proxy");
     let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
     let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
-    let proc = Proc(child);
-    assert!(wait_listening(addr, 20) && wait_listening(admin, 20), "robots-proxy did not start");
-    Gate { proc, addr, admin }
+    Gate { proc: spawn_proxy(cfg, &[addr, admin]), addr, admin }
 }
 
 fn setup(name: &str, site_extra: &str) -> (PathBuf, Origin, PathBuf, u16, u16) {

@@ -174,15 +174,20 @@ impl Front {
             // The next request's head must be complete within KEEPALIVE,
             // however slowly its bytes trickle in.
             deadline.as_mut().reset(tokio::time::Instant::now() + KEEPALIVE);
+            // The head is parsed only once a blank line may have arrived, so
+            // a head sent a byte at a time costs a scan, not a parse per byte.
+            let mut seen = 0;
             let (plan, head_len) = loop {
-                if !buf.is_empty() {
+                if head_may_end(&buf, seen) {
                     let closing = *watch.borrow();
-                    match self.plan(&buf, closing) {
-                        Some(planned) => break planned,
-                        None if buf.len() > MAX_HEAD => break (Plan::HandOver, 0),
-                        None => {}
+                    if let Some(planned) = self.plan(&buf, closing) {
+                        break planned;
                     }
                 }
+                if buf.len() > MAX_HEAD {
+                    break (Plan::HandOver, 0);
+                }
+                seen = buf.len();
                 buf.reserve(CHUNK);
                 // Between requests, a shutdown closes the idle connection; a
                 // request already under way is finished.
@@ -665,6 +670,18 @@ fn content_length(value: &[u8]) -> Option<u64> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
+/// Whether `buf`, of which the first `seen` bytes held no blank line, may
+/// now hold the blank line that ends a head (`\n\n` or `\n\r\n`).
+fn head_may_end(buf: &[u8], seen: usize) -> bool {
+    let from = seen.saturating_sub(2);
+    memchr::memchr_iter(b'\n', &buf[from..]).any(|i| match &buf[from + i + 1..] {
+        [b'\n', ..] | [b'\r', b'\n', ..] => true,
+        // A line end at the very end of what has come so far: the blank
+        // line may be on its way, so look again after the next read.
+        _ => false,
+    })
+}
+
 /// The status code of a response the gateway wrote itself.
 fn status_of(response: &[u8]) -> u16 {
     response.get(9..12).and_then(|s| std::str::from_utf8(s).ok()).and_then(|s| s.parse().ok()).unwrap_or(0)
@@ -673,6 +690,19 @@ fn status_of(response: &[u8]) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heads_are_parsed_only_once_a_blank_line_may_have_come() {
+        let head = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        assert!(head_may_end(head, 0));
+        assert!(head_may_end(b"GET / HTTP/1.0\n\n", 0));
+        // Fed a byte at a time, the end is seen exactly when it arrives.
+        for end in 1..head.len() {
+            assert!(!head_may_end(&head[..end], end - 1), "at {end}");
+        }
+        assert!(head_may_end(head, head.len() - 1));
+        assert!(!head_may_end(b"", 0));
+    }
 
     #[test]
     fn content_lengths_are_digits_only() {

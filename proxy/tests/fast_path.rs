@@ -165,6 +165,14 @@ fn keep_alive_clients_reuse_one_origin_connection_and_hop_fields_stay_behind() {
         assert!(a.body.starts_with(&format!("GET {path} ")), "{path}: {}", a.body);
     }
 
+    // A head that arrives in pieces, split inside its closing blank line.
+    for piece in ["GET /pie", "ces HTTP/1.1\r\nHost: shop.test\r", "\n\r", "\n"] {
+        c.send(piece.as_bytes());
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let a = c.read(false);
+    assert!(a.body.starts_with("GET /pieces "), "{}", a.body);
+
     // An unknown host is answered without closing the connection.
     c.send(b"GET / HTTP/1.1\r\nHost: elsewhere.test\r\n\r\n");
     assert_eq!(c.read(false).status, 421);

@@ -6,6 +6,17 @@
 
 use std::borrow::Cow;
 
+/// The bytes that can end the scan for where a path starts.
+const STOPS: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'/' as usize] = true;
+    t[b'?' as usize] = true;
+    t[b';' as usize] = true;
+    t[b'#' as usize] = true;
+    t[b':' as usize] = true;
+    t
+};
+
 /// The path, params and query of `url`, without the fragment, always
 /// starting with `/`.
 ///
@@ -20,29 +31,36 @@ use std::borrow::Cow;
 /// assert_eq!(&*path_of(b"/just/a/path"), b"/just/a/path");
 /// ```
 pub fn path_of(url: &[u8]) -> Cow<'_, [u8]> {
+    // Google's steps search the URL four times: for the first of `/?;`,
+    // for `://`, for the first `/?;` after the authority, and for `#`. One
+    // pass up to where the path starts finds the same places: a `#` met
+    // before the path starts means there is no path, and only the first
+    // `://` can end a scheme, and only before any `/?;`. The checks of
+    // short URLs spent a third of their time in those four searches.
+    //
     // A leading "//" is a scheme-relative URL: skip it so the host is not
     // mistaken for the path.
-    let search_start = if url.starts_with(b"//") { 2 } else { 0 };
-    let early_path = find_any(url, search_start, b"/?;");
-    let mut authority_start = find_sub(url, search_start, b"://");
-    // "://" after the path has started is part of the path, not a scheme.
-    if let (Some(path), Some(authority)) = (early_path, authority_start)
-        && path < authority
-    {
-        authority_start = None;
-    }
-    let authority_start = match authority_start {
-        Some(i) => i + 3,
-        None => search_start,
+    let mut i = if url.starts_with(b"//") { 2 } else { 0 };
+    let mut scheme_seen = false;
+    let path_start = loop {
+        // Host names are long runs of ordinary bytes: skip them a table
+        // lookup a byte.
+        while url.get(i).is_some_and(|b| !STOPS[usize::from(*b)]) {
+            i += 1;
+        }
+        match url.get(i) {
+            None => return Cow::Borrowed(b"/"),
+            Some(b'/' | b'?' | b';') => break i,
+            Some(b'#') => return Cow::Borrowed(b"/"),
+            Some(b':') if !scheme_seen && url[i + 1..].starts_with(b"//") => {
+                scheme_seen = true;
+                i += 3;
+            }
+            Some(_) => i += 1,
+        }
     };
-    let Some(path_start) = find_any(url, authority_start, b"/?;") else {
-        return Cow::Borrowed(b"/");
-    };
-    let hash = memchr::memchr(b'#', &url[search_start..]).map(|i| i + search_start);
-    if hash.is_some_and(|h| h < path_start) {
-        return Cow::Borrowed(b"/");
-    }
-    let path = &url[path_start..hash.unwrap_or(url.len())];
+    let end = memchr::memchr(b'#', &url[path_start..]).map_or(url.len(), |h| path_start + h);
+    let path = &url[path_start..end];
     if path[0] == b'/' {
         Cow::Borrowed(path)
     } else {
@@ -53,18 +71,56 @@ pub fn path_of(url: &[u8]) -> Cow<'_, [u8]> {
     }
 }
 
-/// Index of the first byte at or after `from` that is one of `set`.
-fn find_any(hay: &[u8], from: usize, set: &[u8; 3]) -> Option<usize> {
-    memchr::memchr3(set[0], set[1], set[2], hay.get(from..)?).map(|i| i + from)
-}
-
-fn find_sub(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
-    crate::pattern::find(hay.get(from..)?, needle).map(|i| i + from)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::path_of;
+    use super::*;
+
+    /// Google's steps as written: four searches.
+    fn by_searches(url: &[u8]) -> Vec<u8> {
+        fn find_any(hay: &[u8], from: usize) -> Option<usize> {
+            hay.get(from..)?.iter().position(|b| b"/?;".contains(b)).map(|i| i + from)
+        }
+        fn find_sub(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+            hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|i| i + from)
+        }
+        let search_start = if url.starts_with(b"//") { 2 } else { 0 };
+        let early_path = find_any(url, search_start);
+        let mut authority = find_sub(url, search_start, b"://");
+        if let (Some(p), Some(a)) = (early_path, authority)
+            && p < a
+        {
+            authority = None;
+        }
+        let authority_start = authority.map_or(search_start, |a| a + 3);
+        let Some(path_start) = find_any(url, authority_start) else { return b"/".to_vec() };
+        let hash = find_sub(url, search_start, b"#");
+        if hash.is_some_and(|h| h < path_start) {
+            return b"/".to_vec();
+        }
+        let path = &url[path_start..hash.unwrap_or(url.len())];
+        if path[0] == b'/' { path.to_vec() } else { [b"/", path].concat() }
+    }
+
+    #[test]
+    fn one_pass_matches_googles_four_searches() {
+        let alphabet = b"/?;:#a.";
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = (seed % 12) as usize;
+            let mut r = seed >> 4;
+            let url: Vec<u8> = (0..len)
+                .map(|_| {
+                    let b = alphabet[(r % 7) as usize];
+                    r /= 7;
+                    b
+                })
+                .collect();
+            assert_eq!(&*path_of(&url), &by_searches(&url)[..], "{:?}", String::from_utf8_lossy(&url));
+        }
+    }
 
     fn p(u: &str) -> String {
         String::from_utf8(path_of(u.as_bytes()).into_owned()).unwrap()

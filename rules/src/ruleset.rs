@@ -144,9 +144,18 @@ impl Rule {
     }
 }
 
+impl Rule {
+    /// Precedence as one number, smaller first: longer patterns, then Allow
+    /// before Disallow, then the earlier line. Uses 41 bits.
+    #[inline]
+    fn rank(&self) -> u64 {
+        (u64::from(u16::MAX - self.len) << 25) | (u64::from(!self.is_allow()) << 24) | u64::from(self.line())
+    }
+}
+
 /// Precedence order: the rule that would win comes first.
 fn precedence(a: &Rule, b: &Rule) -> std::cmp::Ordering {
-    b.len.cmp(&a.len).then(b.is_allow().cmp(&a.is_allow())).then(a.line().cmp(&b.line()))
+    a.rank().cmp(&b.rank())
 }
 
 /// Puts a set of at most [`LINEAR_MAX`] rules in precedence order. Each
@@ -163,10 +172,8 @@ fn order_small(rules: &mut [Rule]) {
     }
     let mut keys = [0u64; MAX];
     for (i, (key, r)) in keys.iter_mut().zip(rules.iter()).enumerate() {
-        // Longer first, then Allow, then the earlier line; 41 bits, so the
-        // position fits below.
-        let rank = (u64::from(u16::MAX - r.len) << 25) | (u64::from(!r.is_allow()) << 24) | u64::from(r.line());
-        *key = rank << 4 | i as u64;
+        // The rank uses 41 bits, so the position fits below.
+        *key = r.rank() << 4 | i as u64;
     }
     keys[..n].sort_unstable();
     let mut original = [rules[0]; MAX];

@@ -354,17 +354,7 @@ impl Front {
         served.served.inc();
         let not_modified = if_none_match.is_some_and(|v| served.matches(v));
         let mut out = Vec::with_capacity(served.wire.len() + served.body.len() + 24);
-        if not_modified {
-            let fields = &served.wire[served.wire.iter().position(|&b| b == b'\n').map_or(0, |p| p + 1)..];
-            out.extend_from_slice(b"HTTP/1.1 304 Not Modified\r\n");
-            for line in fields.split_inclusive(|&b| b == b'\n') {
-                if !line.starts_with(b"Content-Length:") {
-                    out.extend_from_slice(line);
-                }
-            }
-        } else {
-            out.extend_from_slice(&served.wire);
-        }
+        out.extend_from_slice(if not_modified { &served.wire_304 } else { &served.wire });
         if close {
             out.extend_from_slice(b"Connection: close\r\n");
         }

@@ -57,6 +57,9 @@ pub struct Served {
     /// The same header as HTTP/1.1 bytes, status line included and the
     /// blank line left off, for the fast path to write as it is.
     pub wire: Bytes,
+    /// The 304 the fast path answers a matching `If-None-Match` with, in
+    /// the same form: the 200's fields but its length.
+    pub wire_304: Bytes,
     /// The `robots_served` counter of this site and source, looked up once.
     pub served: IntCounter,
 }
@@ -111,12 +114,16 @@ impl Served {
     pub fn new(body: Bytes, source: Origin, good_at: SystemTime, max_age: Duration, counter: IntCounter) -> Served {
         let etag = etag_of(&body);
         let head = response_head(200, &etag, source, max_age, body.len());
-        let mut wire = b"HTTP/1.1 200 OK\r\n".to_vec();
+        let (mut wire, mut wire_304) = (b"HTTP/1.1 200 OK\r\n".to_vec(), b"HTTP/1.1 304 Not Modified\r\n".to_vec());
         for (name, value) in fields(&etag, source, max_age, body.len()) {
-            wire.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+            let line = format!("{name}: {value}\r\n");
+            wire.extend_from_slice(line.as_bytes());
+            if name != "Content-Length" {
+                wire_304.extend_from_slice(line.as_bytes());
+            }
         }
-        let wire = Bytes::from(wire);
-        Served { robots: Robots::parse(&body), etag, body, source, good_at, head, wire, served: counter }
+        let (wire, wire_304) = (Bytes::from(wire), Bytes::from(wire_304));
+        Served { robots: Robots::parse(&body), etag, body, source, good_at, head, wire, wire_304, served: counter }
     }
 
     /// Whether an `If-None-Match` value names this copy.

@@ -96,6 +96,8 @@ fn serves_robots_from_store_and_passes_everything_else() {
     assert_eq!(head.header("Content-Length"), Some(GOOD.len().to_string().as_str()));
     let cond = get(&g, "/robots.txt", &[("If-None-Match", &etag)]);
     assert_eq!(cond.status, 304);
+    assert_eq!((cond.header("ETag"), cond.body.len()), (Some(etag.as_str()), 0), "{:?}", cond.headers);
+    assert_eq!(cond.header("X-Robots-Source"), Some("origin"));
 
     // Everything else reaches the origin unchanged, large bodies included.
     assert_eq!(get(&g, "/page", &[]).text(), "origin page");

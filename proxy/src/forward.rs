@@ -287,7 +287,7 @@ impl Front {
                 }
                 length = Some(n);
             } else if name.eq_ignore_ascii_case("connection") {
-                for token in f.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                for token in list(f.value) {
                     if token.eq_ignore_ascii_case(b"close") {
                         close = true;
                     } else if !token.eq_ignore_ascii_case(b"keep-alive") && !token.is_empty() {
@@ -590,7 +590,7 @@ impl Response {
         let (mut length, mut coding, mut listed) = (None, None, Vec::new());
         for f in resp.headers.iter() {
             if f.name.eq_ignore_ascii_case("connection") {
-                for token in f.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                for token in list(f.value) {
                     if token.eq_ignore_ascii_case(b"close") {
                         keep_alive = false;
                     } else if !token.is_empty() && !token.eq_ignore_ascii_case(b"keep-alive") {
@@ -607,7 +607,7 @@ impl Response {
                 length = Some(n);
             }
         }
-        let last_coding = coding.map(|c| c.rsplit(|&b| b == b',').next().unwrap_or(c).trim_ascii());
+        let last_coding = coding.and_then(|c| list(c).last());
         let chunked = last_coding.is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"));
         let body = if head_only || status == 204 || status == 304 || (100..200).contains(&status) {
             Body::Length(0)
@@ -647,6 +647,12 @@ impl Response {
         out.extend_from_slice(b"\r\n");
         out
     }
+}
+
+/// The items of a comma-separated field value (`Connection`,
+/// `Transfer-Encoding`), trimmed.
+fn list(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(<[u8]>::trim_ascii)
 }
 
 /// A `Content-Length` value: digits only. Rust's integer parsing would

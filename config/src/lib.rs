@@ -121,6 +121,12 @@ pub struct ProxySettings {
     /// Past it, the client gets 504, or the connection closes mid-body.
     #[serde(default = "default_origin_timeout", with = "humantime_serde_compat")]
     pub origin_timeout: Duration,
+    /// How long a client may take over one request head, from its first
+    /// byte to its blank line, and how long a request body may pause
+    /// (nginx's `client_header_timeout` and `client_body_timeout`). Past
+    /// it the client gets 408 and the connection closes. Both paths apply it.
+    #[serde(default = "default_origin_timeout", with = "humantime_serde_compat")]
+    pub client_timeout: Duration,
     /// A PEM bundle of CA certificates trusted for TLS origins
     /// (`origin_tls: true`), instead of the system's roots.
     #[serde(default)]
@@ -164,6 +170,12 @@ pub struct SiteProxy {
     /// Answer 403 to crawlers robots.txt disallows (opt-in).
     #[serde(default)]
     pub enforce: bool,
+    /// How enforcement reads the origin's paths: with `true` (the
+    /// default, what nginx and most frameworks do) `%2F`, `\` and `%5C`
+    /// are `/` and repeated slashes are one; `false` keeps RFC 3986 alone.
+    /// See `rules::normal` and docs/OPERATIONS.md.
+    #[serde(default = "default_true")]
+    pub merge_slashes: bool,
     /// Serve this file's contents as robots.txt instead of the origin's.
     #[serde(default)]
     pub robots_file: Option<PathBuf>,

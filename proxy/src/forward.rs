@@ -33,7 +33,8 @@ use crate::upstream;
 
 /// How long a client connection may sit between requests (Pingora's default too).
 const KEEPALIVE: Duration = Duration::from_secs(60);
-/// Request heads larger than this go to the pipeline, which refuses them.
+/// Request heads larger than this get 431, on both paths (nginx refuses
+/// past 32 KiB by default).
 const MAX_HEAD: usize = 64 * 1024;
 /// Response heads from the origin larger than this get a 502.
 const MAX_RESPONSE_HEAD: usize = 64 * 1024;
@@ -67,7 +68,8 @@ impl Front {
 #[async_trait]
 impl ServerApp for Front {
     async fn process_new(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
-        if !self.fast || matches!(stream.selected_alpn_proto(), Some(ALPN::H2)) {
+        let _open = Open::count();
+        if matches!(stream.selected_alpn_proto(), Some(ALPN::H2)) {
             return ServerApp::process_new(&self.pipeline, stream, shutdown).await;
         }
         self.serve(stream, shutdown).await;
@@ -76,6 +78,26 @@ impl ServerApp for Front {
 
     async fn cleanup(&self) {
         ServerApp::cleanup(&*self.pipeline).await;
+    }
+}
+
+/// Client connections open now, on both paths: a graceful stop ends as
+/// soon as this reaches zero instead of waiting out the grace period.
+pub static OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One open client connection, counted in [`OPEN`] while it lives.
+struct Open;
+
+impl Open {
+    fn count() -> Open {
+        OPEN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Open
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        OPEN.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -126,6 +148,9 @@ enum Failure {
     Origin(u16, String),
     /// The exchange broke midway; the client connection is closed.
     Broken,
+    /// The client's request body stalled past `proxy.client_timeout`:
+    /// 408, and the connection closes.
+    Stalled,
 }
 
 /// Header fields that describe one connection, not the message (RFC 9110
@@ -170,10 +195,14 @@ impl Front {
         // new timer per request made the runtime wake itself through its
         // eventfd (two system calls per request).
         let mut deadline = std::pin::pin!(tokio::time::sleep(KEEPALIVE));
+        let head_limit = self.gateway.client_timeout;
         loop {
-            // The next request's head must be complete within KEEPALIVE,
-            // however slowly its bytes trickle in.
-            deadline.as_mut().reset(tokio::time::Instant::now() + KEEPALIVE);
+            // A connection may idle KEEPALIVE between requests; once a
+            // head's first byte is in, the whole head must follow within
+            // `client_timeout`, however slowly its bytes trickle in.
+            let mut started = !buf.is_empty();
+            let now = tokio::time::Instant::now();
+            deadline.as_mut().reset(now + if started { head_limit } else { KEEPALIVE });
             // The head is parsed only once a blank line may have arrived, so
             // a head sent a byte at a time costs a scan, not a parse per byte.
             let mut seen = 0;
@@ -185,7 +214,13 @@ impl Front {
                     }
                 }
                 if buf.len() > MAX_HEAD {
-                    break (Plan::HandOver, 0);
+                    let _ = client.write_all(&answer(431, b"robots-proxy: request head over 64 KiB\n", true)).await;
+                    let _ = AsyncWriteExt::shutdown(&mut client).await;
+                    return;
+                }
+                if !started && !buf.is_empty() {
+                    started = true;
+                    deadline.as_mut().reset(tokio::time::Instant::now() + head_limit);
                 }
                 seen = buf.len();
                 buf.reserve(CHUNK);
@@ -198,7 +233,14 @@ impl Front {
                 let n = tokio::select! {
                     biased;
                     n = client.read_buf(&mut buf) => n.ok(),
-                    () = deadline.as_mut() => None,
+                    () = deadline.as_mut() => {
+                        if started {
+                            // nginx closes silently here; a status says why.
+                            let _ = client.write_all(&answer(408, b"robots-proxy: request head too slow\n", true)).await;
+                            let _ = AsyncWriteExt::shutdown(&mut client).await;
+                        }
+                        None
+                    }
                     _ = watch.changed(), if between => None,
                 };
                 if n.is_none_or(|n| n == 0) {
@@ -220,7 +262,11 @@ impl Front {
                 }
                 Plan::Forward(f) => {
                     buf.advance(head_len);
-                    let mut wait = Wait { timer: deadline.as_mut(), limit: self.gateway.origin_timeout };
+                    let mut wait = Wait {
+                        timer: deadline.as_mut(),
+                        limit: self.gateway.origin_timeout,
+                        client_limit: self.gateway.client_timeout,
+                    };
                     self.relay(&mut client, &mut buf, &mut from_origin, &mut wait, f).await
                 }
             };
@@ -235,6 +281,12 @@ impl Front {
     async fn hand_over(&self, client: Stream, read: BytesMut, shutdown: &ShutdownWatch) {
         let mut session = ServerSession::new_http1(client);
         session.set_keepalive(if *shutdown.borrow() { None } else { Some(KEEPALIVE.as_secs()) });
+        // Pipelined requests are answered in order (RFC 9112 section 9.3.2);
+        // Pingora's default drops them after the first answer.
+        session.set_pipelining_enabled(true);
+        // A request body may pause `client_timeout`, as on the fast path
+        // (Pingora's own default is 60 s, and is not carried across reuse).
+        session.set_read_timeout(Some(self.gateway.client_timeout));
         if !read.is_empty() {
             session.set_pipelined_prefix(read);
         }
@@ -244,6 +296,7 @@ impl Front {
             if let Some(settings) = settings {
                 settings.apply_to_session(&mut session);
             }
+            session.set_read_timeout(Some(self.gateway.client_timeout));
             reused = self.pipeline.process_new_http(session, shutdown).await;
         }
     }
@@ -258,13 +311,18 @@ impl Front {
             Ok(httparse::Status::Partial) => return None,
             Err(_) => return Some((Plan::HandOver, 0)),
         };
+        if !self.fast {
+            return Some((Plan::HandOver, 0));
+        }
         Some((self.decide(&req, closing).unwrap_or(Plan::HandOver), len))
     }
 
     /// The plan for a parsed request; `None` hands it over.
     fn decide(&self, req: &httparse::Request<'_, '_>, closing: bool) -> Option<Plan> {
         let (method, target) = (req.method?, req.path?);
-        if req.version != Some(1) || method == "CONNECT" || !target.starts_with('/') {
+        // A `#` cannot stand in a request target (RFC 9112 section 3.2);
+        // the pipeline drops it and what follows, as the origin must not see it.
+        if req.version != Some(1) || method == "CONNECT" || !target.starts_with('/') || target.contains('#') {
             return None;
         }
         let (mut host, mut agent, mut if_none_match, mut length) = (None, "", None, None);
@@ -321,7 +379,7 @@ impl Front {
         let log = if path == "/robots.txt" {
             None
         } else {
-            self.gateway.visit(site, agent, target).map(|visit| Logged {
+            self.gateway.visit(site, agent, target.as_bytes()).map(|visit| Logged {
                 site: Arc::clone(site),
                 visit,
                 method: method.to_string(),
@@ -339,8 +397,16 @@ impl Front {
         head.push(b' ');
         head.extend_from_slice(target.as_bytes());
         head.extend_from_slice(b" HTTP/1.1\r\n");
-        for f in req.headers.iter().filter(|f| !hop_by_hop(f.name)) {
-            push_field(&mut head, f.name, f.value);
+        // Names with `_` are dropped, as nginx does: origins that map fields
+        // to CGI-style variables read `Content_Length` as `Content-Length`.
+        // One `Content-Length` goes on, however the client repeated it.
+        for f in req.headers.iter() {
+            if !(hop_by_hop(f.name) || f.name.contains('_') || f.name.eq_ignore_ascii_case("content-length")) {
+                push_field(&mut head, f.name, f.value);
+            }
+        }
+        if let Some(n) = length {
+            push_field(&mut head, "Content-Length", n.to_string().as_bytes());
         }
         head.extend_from_slice(b"\r\n");
         let idempotent = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"].contains(&method);
@@ -385,6 +451,11 @@ impl Front {
                 let _ = client.flush().await;
                 (status, false)
             }
+            Err(Failure::Stalled) => {
+                let _ = client.write_all(&answer(408, b"robots-proxy: request body stalled\n", true)).await;
+                let _ = client.flush().await;
+                (408, false)
+            }
             Err(Failure::Broken) => (0, false),
         };
         if let Some(log) = &f.log {
@@ -419,7 +490,7 @@ impl Front {
             };
             from_origin.clear();
             let sent = match origin.write_all(&request).await {
-                Ok(()) if rest > 0 => copy_exact(client, &mut origin, rest, buf).await,
+                Ok(()) if rest > 0 => copy_exact(client, &mut origin, rest, buf, wait).await,
                 Ok(()) => Ok(()),
                 Err(e) => Err(origin_error(addr, &e)),
             };
@@ -489,10 +560,18 @@ async fn copy_exact(
     origin: &mut TcpStream,
     mut n: u64,
     buf: &mut BytesMut,
+    wait: &mut Wait<'_>,
 ) -> Result<(), Failure> {
     while n > 0 {
         buf.reserve(CHUNK);
-        let got = client.read_buf(buf).await.map_err(|_| Failure::Broken)?;
+        // A body that pauses past the client limit holds a client and an
+        // origin connection: end both.
+        wait.timer.as_mut().reset(tokio::time::Instant::now() + wait.client_limit);
+        let got = tokio::select! {
+            biased;
+            got = client.read_buf(buf) => got.map_err(|_| Failure::Broken)?,
+            () = wait.timer.as_mut() => return Err(Failure::Stalled),
+        };
         if got == 0 {
             return Err(Failure::Broken);
         }
@@ -509,6 +588,8 @@ async fn copy_exact(
 struct Wait<'t> {
     timer: Pin<&'t mut Sleep>,
     limit: Duration,
+    /// How long the client's request body may pause.
+    client_limit: Duration,
 }
 
 /// Reads what the origin has next, appending to `into`; an origin silent
@@ -575,6 +656,8 @@ async fn relay_body(
 /// What the gateway needs from an origin's response head.
 struct Response {
     body: Body,
+    /// The one `Content-Length` relayed, however the origin repeated it.
+    length: Option<u64>,
     /// The origin keeps the connection open after this response.
     keep_alive: bool,
     /// Field names the response's `Connection` header lists: not relayed.
@@ -621,7 +704,7 @@ impl Response {
             Body::UntilClose
         };
         keep_alive &= body != Body::UntilClose;
-        Ok(Response { body, keep_alive, listed, coded: coding.is_some() })
+        Ok(Response { body, length, keep_alive, listed, coded: coding.is_some() })
     }
 
     /// The head relayed to the client: HTTP/1.1, connection fields dropped.
@@ -632,14 +715,18 @@ impl Response {
         out.extend_from_slice(b"\r\n");
         for f in resp.headers.iter() {
             let dropped = hop_by_hop(f.name)
-                // With a transfer coding the length is the coding's (RFC 9112 section 6.3).
-                || (self.coded && f.name.eq_ignore_ascii_case("content-length"))
+                // Written once below; with a transfer coding the length is
+                // the coding's (RFC 9112 section 6.3).
+                || f.name.eq_ignore_ascii_case("content-length")
                 // The body is relayed in its coding, so the coding stays named.
                 || (self.listed.iter().any(|l| l.eq_ignore_ascii_case(f.name))
                     && !f.name.eq_ignore_ascii_case("transfer-encoding"));
             if !dropped {
                 push_field(&mut out, f.name, f.value);
             }
+        }
+        if let Some(n) = self.length.filter(|_| !self.coded) {
+            push_field(&mut out, "Content-Length", n.to_string().as_bytes());
         }
         if close {
             out.extend_from_slice(b"Connection: close\r\n");
@@ -655,15 +742,24 @@ fn list(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value.split(|&b| b == b',').map(<[u8]>::trim_ascii)
 }
 
-/// A `Content-Length` value: digits only. Rust's integer parsing would
-/// also take a leading `+`, which a server behind the gateway might read
-/// differently: the root of request smuggling.
+/// A `Content-Length` value: digits only, or a list of one value repeated
+/// (`5, 5`, which RFC 9110 section 8.6 lets a recipient read as `5`).
+/// Rust's integer parsing would also take a leading `+`, which a server
+/// behind the gateway might read differently: the root of request
+/// smuggling. Whatever was accepted goes on as one plain value.
 fn content_length(value: &[u8]) -> Option<u64> {
-    let digits = value.trim_ascii();
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
+    let mut found = None;
+    for item in list(value) {
+        if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let n: u64 = std::str::from_utf8(item).ok()?.parse().ok()?;
+        if found.is_some_and(|f| f != n) {
+            return None;
+        }
+        found = Some(n);
     }
-    std::str::from_utf8(digits).ok()?.parse().ok()
+    found
 }
 
 /// Whether `buf`, of which the first `seen` bytes held no blank line, may
@@ -704,7 +800,10 @@ mod tests {
     fn content_lengths_are_digits_only() {
         assert_eq!(content_length(b"42"), Some(42));
         assert_eq!(content_length(b" 7 "), Some(7));
-        for bad in [&b"+5"[..], b"-1", b"", b"5 5", b"0x10", b"1e3", b"99999999999999999999999"] {
+        assert_eq!(content_length(b"5, 5"), Some(5));
+        assert_eq!(content_length(b"5,5,5"), Some(5));
+        for bad in [&b"+5"[..], b"-1", b"", b"5 5", b"0x10", b"1e3", b"99999999999999999999999", b"5, 6", b"5,", b",5"]
+        {
             assert_eq!(content_length(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use robotsgate_config::SiteProxy;
+use rules::normal::Slashes;
 use serde_json::json;
 
 use crate::crawler::Crawlers;
@@ -51,6 +52,9 @@ pub struct Gateway {
     pub unknown_host_status: u16,
     /// How long a proxied request waits on the origin (`proxy.origin_timeout`).
     pub origin_timeout: std::time::Duration,
+    /// How long a request head may take, and a request body pause
+    /// (`proxy.client_timeout`).
+    pub client_timeout: std::time::Duration,
 }
 
 /// The body sent to a Host no site is configured for.
@@ -82,15 +86,20 @@ impl Gateway {
         }
     }
 
-    /// Judges a request by its User-Agent and target (path and query)
-    /// against the site's current robots.txt, and counts it. `None` when
-    /// the User-Agent is no declared crawler.
-    pub fn visit(&self, site: &FrontedSite, user_agent: &str, target: &str) -> Option<Visit> {
+    /// Judges a request by its User-Agent and origin-form target (path
+    /// and query) against the site's current robots.txt, and counts it.
+    /// `None` when the User-Agent is no declared crawler.
+    ///
+    /// The target is judged as the origin will serve it: refused when
+    /// Google's matcher disallows it as sent or in its normal form
+    /// ([`rules::normal`]), so no re-spelling walks around a rule.
+    pub fn visit(&self, site: &FrontedSite, user_agent: &str, target: &[u8]) -> Option<Visit> {
         let crawler = self.crawlers.identify(user_agent)?;
         let state = self.store.state(&site.name);
+        let slashes = if site.proxy.merge_slashes { Slashes::Merged } else { Slashes::Strict };
         let (allowed, line) = match &*state {
             State::Serve(served) => {
-                let v = served.robots.crawler(crawler).check(target);
+                let v = served.robots.crawler(crawler).check_request(target, slashes);
                 (v.allowed, v.rule.map(|r| r.line))
             }
             // No file (4xx) or no good copy yet: nothing restricts crawling.

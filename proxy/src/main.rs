@@ -60,12 +60,31 @@ impl ShutdownSignalWatch for GracefulSignals {
         else {
             return ShutdownSignal::GracefulTerminate;
         };
-        tokio::select! {
+        let signal = tokio::select! {
             _ = term.recv() => ShutdownSignal::GracefulTerminate,
             _ = int.recv() => ShutdownSignal::GracefulTerminate,
             _ = quit.recv() => ShutdownSignal::GracefulUpgrade,
+        };
+        if matches!(signal, ShutdownSignal::GracefulTerminate) {
+            exit_when_drained();
         }
+        signal
     }
+}
+
+/// Pingora waits out the whole grace period after a stop signal, even
+/// with nothing in flight. Once the listeners have closed, this ends the
+/// process as soon as the last client connection has.
+fn exit_when_drained() {
+    std::thread::spawn(|| {
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            if proxy::forward::OPEN.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                tracing::info!("drained; exiting");
+                std::process::exit(0);
+            }
+        }
+    });
 }
 
 fn main() {
@@ -131,6 +150,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         metrics: Arc::clone(&metrics),
         unknown_host_status: settings.unknown_host_status,
         origin_timeout: settings.origin_timeout,
+        client_timeout: settings.client_timeout,
     });
     let pipeline = pingora::proxy::http_proxy(&server.configuration, Pipeline(Arc::clone(&gateway)));
     let front = Front::new(gateway, Arc::new(pipeline), settings.fast_path);

@@ -40,6 +40,61 @@ async fn respond(session: &mut Session, status: u16, body: Bytes) -> Result<()> 
     Ok(())
 }
 
+/// The origin-form target the origin will get: the bytes as sent (not
+/// the URI's lossy rendering of bytes past UTF-8), or an absolute-form
+/// target's path and query. Pingora has already dropped any fragment.
+fn judged_target(req: &pingora::http::RequestHeader) -> &[u8] {
+    let raw = req.raw_path();
+    if raw.starts_with(b"/") { raw } else { req.uri.path_and_query().map_or(b"/", |p| p.as_str().as_bytes()) }
+}
+
+/// Makes a request head safe to forward, as the fast path does; `false`
+/// when it must be refused (400).
+///
+/// - Field names with `_` are dropped (nginx's default): origins that map
+///   fields to CGI-style variables would read `Content_Length` as
+///   `Content-Length`.
+/// - `Content-Length` goes on as one plain value. A repeated value (`5, 5`,
+///   or two equal fields) is one value (RFC 9110 section 8.6); different
+///   values were refused by Pingora already, and anything else is refused here.
+/// - An HTTP/1.0 client gets no interim (1xx) response, which it could
+///   take for the final one, and its `Expect` is ignored (RFC 9110
+///   section 10.1.1).
+fn tidy(session: &mut Session) -> Result<bool> {
+    let req = session.req_header();
+    let underscored: Vec<http::HeaderName> = req.headers.keys().filter(|n| n.as_str().contains('_')).cloned().collect();
+    let lengths: Vec<&[u8]> = req.headers.get_all(http::header::CONTENT_LENGTH).iter().map(|v| v.as_bytes()).collect();
+    let length = match lengths.as_slice() {
+        [] => None,
+        [one] if one.iter().all(u8::is_ascii_digit) && !one.is_empty() => None,
+        many => {
+            let mut value = None;
+            for item in many.iter().flat_map(|v| v.split(|&b| b == b',')).map(<[u8]>::trim_ascii) {
+                if item.is_empty() || !item.iter().all(u8::is_ascii_digit) || value.is_some_and(|v| v != item) {
+                    return Ok(false);
+                }
+                value = Some(item);
+            }
+            value.map(<[u8]>::to_vec)
+        }
+    };
+    let old = req.version < http::Version::HTTP_11;
+    let req = session.req_header_mut();
+    for name in underscored {
+        req.remove_header(&name);
+    }
+    if let Some(n) = length {
+        req.insert_header(http::header::CONTENT_LENGTH, n)?;
+    }
+    if old {
+        req.remove_header(&http::header::EXPECT);
+        if let pingora::protocols::http::ServerSession::H1(h1) = session.as_downstream_mut() {
+            h1.set_ignore_info_resp(true);
+        }
+    }
+    Ok(true)
+}
+
 impl Pipeline {
     /// Answers `/robots.txt` from the store; `false` lets it through to the origin.
     async fn serve_robots(&self, session: &mut Session, site: &FrontedSite) -> Result<bool> {
@@ -78,6 +133,10 @@ impl ProxyHttp for Pipeline {
     fn init_downstream_modules(&self, _modules: &mut pingora::modules::http::HttpModules) {}
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Self::CTX) -> Result<bool> {
+        if !tidy(session)? {
+            respond(session, 400, Bytes::from_static(b"robots-proxy: malformed Content-Length\n")).await?;
+            return Ok(true);
+        }
         let host = header(session, http::header::HOST).or_else(|| session.req_header().uri.host());
         let Some(site) = host.and_then(|h| self.0.site(h)).cloned() else {
             respond(session, self.0.unknown_host_status, Bytes::from_static(UNKNOWN_HOST_BODY)).await?;
@@ -93,8 +152,7 @@ impl ProxyHttp for Pipeline {
             return Ok(false);
         }
         let ua = header(session, http::header::USER_AGENT).unwrap_or("");
-        let target = session.req_header().uri.path_and_query().map_or("/", |p| p.as_str());
-        let Some(visit) = self.0.visit(&site, ua, target) else { return Ok(false) };
+        let Some(visit) = self.0.visit(&site, ua, judged_target(session.req_header())) else { return Ok(false) };
         let refused = visit.refused.then(|| Gateway::refusal(&visit));
         ctx.visit = Some(visit);
         if let Some(body) = refused {

@@ -61,6 +61,7 @@ pub mod crawlers;
 pub mod fetch;
 pub mod flip;
 pub mod lint;
+pub mod normal;
 pub mod parse;
 pub mod pattern;
 mod policy;

@@ -5,8 +5,8 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The echo origin. Every answer's body is one line:
@@ -16,12 +16,18 @@ use std::time::Duration;
 /// Special targets: `/chunked` answers in three chunks with a trailer;
 /// `/close` answers and closes; `/eof` sends a body delimited by closing;
 /// `/hints` sends 103 Early Hints first; `/idle-close` answers, then closes
-/// the connection 200 ms later, as an origin's idle timeout does.
+/// the connection 200 ms later, as an origin's idle timeout does;
+/// `/robots.txt` answers what [`Echo::set_robots`] gave, if anything.
+///
+/// Every request head it reads is kept, as received, in [`Echo::heads`]:
+/// what a proxy actually forwarded.
 #[derive(Clone, Debug)]
 pub struct Echo {
     pub addr: SocketAddr,
     /// Connections accepted so far.
     pub connections: Arc<AtomicUsize>,
+    heads: Arc<Mutex<Vec<String>>>,
+    robots: Arc<Mutex<Option<String>>>,
 }
 
 impl Echo {
@@ -29,16 +35,29 @@ impl Echo {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind echo origin");
         let addr = listener.local_addr().expect("echo addr");
         let connections = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&connections);
+        let echo = Echo { addr, connections, heads: Arc::default(), robots: Arc::default() };
+        let shared = echo.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+                let n = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
+                let shared = shared.clone();
                 std::thread::spawn(move || {
-                    let _ = serve(stream, n);
+                    let _ = serve(stream, n, &shared);
                 });
             }
         });
-        Echo { addr, connections }
+        echo
+    }
+
+    /// Serve `body` as `/robots.txt`.
+    pub fn set_robots(&self, body: &str) {
+        *self.robots.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.to_string());
+    }
+
+    /// Every request head received so far (request line and fields, as
+    /// sent, lines joined with `\n`), `/robots.txt` fetches left out.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub fn connections(&self) -> usize {
@@ -46,7 +65,7 @@ impl Echo {
     }
 }
 
-fn serve(stream: TcpStream, conn: usize) -> std::io::Result<()> {
+fn serve(stream: TcpStream, conn: usize, echo: &Echo) -> std::io::Result<()> {
     let mut out = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
     loop {
@@ -62,6 +81,7 @@ fn serve(stream: TcpStream, conn: usize) -> std::io::Result<()> {
         );
         let mut close = version == "HTTP/1.0";
         let (mut names, mut length, mut chunked, mut expect) = (Vec::new(), 0usize, false, false);
+        let mut head = line.trim_end().to_string();
         loop {
             let mut field = String::new();
             reader.read_line(&mut field)?;
@@ -69,6 +89,8 @@ fn serve(stream: TcpStream, conn: usize) -> std::io::Result<()> {
             if field.is_empty() {
                 break;
             }
+            head.push('\n');
+            head.push_str(field);
             let (name, value) = field.split_once(':').unwrap_or((field, ""));
             let (name, value) = (name.trim().to_ascii_lowercase(), value.trim().to_ascii_lowercase());
             match name.as_str() {
@@ -84,6 +106,16 @@ fn serve(stream: TcpStream, conn: usize) -> std::io::Result<()> {
         if expect {
             out.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
         }
+        let robots = echo.robots.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let (Some(robots), "/robots.txt") = (robots, target.as_str()) {
+            write!(
+                out,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{robots}",
+                robots.len()
+            )?;
+            continue;
+        }
+        echo.heads.lock().unwrap_or_else(|e| e.into_inner()).push(head);
         let body = if chunked { read_chunked(&mut reader)? } else { read_exact(&mut reader, length)? };
         let sum: u64 = body.iter().map(|&b| u64::from(b)).sum();
         let text = format!("{method} {target} conn={conn} body={}/{sum} headers={}\n", body.len(), names.join(","));

@@ -279,6 +279,9 @@ impl Front {
 
     /// Gives the connection, and the bytes read from it so far, to Pingora's pipeline.
     async fn hand_over(&self, client: Stream, read: BytesMut, shutdown: &ShutdownWatch) {
+        // The first head was read here, under `client_timeout`; Pingora
+        // reads the later ones, and the wrapper holds them to it too.
+        let client = crate::deadline::HeadDeadline::wrap(client, self.gateway.client_timeout);
         let mut session = ServerSession::new_http1(client);
         session.set_keepalive(if *shutdown.borrow() { None } else { Some(KEEPALIVE.as_secs()) });
         // Pipelined requests are answered in order (RFC 9112 section 9.3.2);

@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod crawler;
+pub mod deadline;
 pub mod forward;
 pub mod framing;
 pub mod gateway;

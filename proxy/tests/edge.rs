@@ -230,8 +230,18 @@ fn an_http_1_0_client_never_gets_an_interim_response() {
 fn slow_heads_meet_one_whole_head_deadline() {
     for fast in [true, false] {
         let e = start("slow-head", fast);
-        for prefix in [0usize, 70_000] {
+        // Alone, after a 70 KB prefix, and as the second head of a
+        // connection the pipeline serves (a chunked request is handed over).
+        for (prefix, second) in [(0usize, false), (70_000, false), (0, true)] {
             let mut s = TcpStream::connect(e.addr).expect("connect");
+            if second {
+                s.write_all(b"POST /first HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+                    .unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = [0u8; 4096];
+                let n = s.read(&mut buf).expect("first answer");
+                assert!(String::from_utf8_lossy(&buf[..n]).contains("POST /first "), "fast {fast}");
+            }
             let mut head = b"GET /slow HTTP/1.1\r\nHost: shop.test\r\n".to_vec();
             if prefix > 0 {
                 head.extend_from_slice(format!("X-Pad: {}\r\n", "a".repeat(prefix)).as_bytes());
@@ -260,10 +270,10 @@ fn slow_heads_meet_one_whole_head_deadline() {
             }
             let took = began.elapsed();
             let got = String::from_utf8_lossy(&got);
-            assert!(closed, "fast {fast}, prefix {prefix}: still open after {took:?}: {got}");
-            assert!(took < Duration::from_secs(6), "fast {fast}, prefix {prefix}: took {took:?}");
+            assert!(closed, "fast {fast}, prefix {prefix}, second {second}: still open after {took:?}: {got}");
+            assert!(took < Duration::from_secs(6), "fast {fast}, prefix {prefix}, second {second}: took {took:?}");
             let status = statuses(&got).first().copied();
-            assert!(matches!(status, Some(408 | 431) | None), "fast {fast}, prefix {prefix}: {got}");
+            assert!(matches!(status, Some(408 | 431) | None), "fast {fast}, prefix {prefix}, second {second}: {got}");
         }
         assert!(received(&e, "/slow").is_empty(), "fast {fast}");
     }

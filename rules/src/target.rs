@@ -18,7 +18,7 @@ const STOPS: [bool; 256] = {
 };
 
 /// The path, params and query of `url`, without the fragment, always
-/// starting with `/`.
+/// starting with `/`, and cut at a NUL byte as Google's matcher cuts it.
 ///
 /// Borrows from `url` unless the result must gain a leading `/` (a URL whose
 /// path part starts with `?` or `;`).
@@ -60,6 +60,9 @@ pub fn path_of(url: &[u8]) -> Cow<'_, [u8]> {
         }
     };
     let end = memchr::memchr(b'#', &url[path_start..]).map_or(url.len(), |h| path_start + h);
+    // Google-specific: the matcher takes the path as a C string, so only
+    // the bytes before a NUL count (`/\0a` is `/`).
+    let end = memchr::memchr(0, &url[path_start..end]).map_or(end, |z| path_start + z);
     let path = &url[path_start..end];
     if path[0] == b'/' {
         Cow::Borrowed(path)
@@ -151,6 +154,9 @@ mod tests {
             ("http://a#frag/b", "/"),
             ("http://a/b#c?d", "/b"),
             ("x;y://z/w", "/;y://z/w"),
+            ("http://example.com/\0a", "/"),
+            ("http://example.com/a\0b?c", "/a"),
+            ("http://example.com\0/x", "/x"),
         ] {
             assert_eq!(p(url), want, "{url:?}");
         }

@@ -154,3 +154,38 @@ fn diff_prints_text_diff_and_flips() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("no verdict flips"));
 }
+
+/// google/robotstxt-spec-test's runner waits for `robots check` to exit
+/// before it reads the output; output past the 64 KiB pipe buffer would
+/// hang both. A 50 KB URL decided by a 16 KB rule must still exit, with
+/// the verdict and a shortened URL and rule.
+#[test]
+fn check_output_never_fills_a_pipe() {
+    let rule = format!("/{}", "a".repeat(16 * 1024));
+    let f = temp_file("long-rule.txt", format!("User-agent: *\nDisallow: {rule}\n").as_bytes());
+    let url = format!("https://x{rule}{}", "b".repeat(34 * 1024));
+    for command in ["check", "explain"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_robots"))
+            .args([command, f.to_str().unwrap(), "Googlebot", &url])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn robots");
+        let began = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if began.elapsed() > std::time::Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("robots {command} did not exit while its output sat unread");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(1), "{command}");
+        let out = child.wait_with_output().expect("output");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.len() < 4096, "{command}: {} bytes of output", text.len());
+        assert!(text.contains("DISALLOWED") && text.contains("bytes)"), "{command}: {text}");
+    }
+}

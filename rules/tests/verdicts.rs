@@ -257,3 +257,14 @@ fn written_pattern_kept() {
     assert_eq!(r.written, b"/d/index.html");
     assert_eq!(r.pattern, b"/d/$");
 }
+
+/// Google's matcher reads the path as a C string: a NUL ends it.
+#[test]
+fn google_only_a_nul_in_the_url_ends_the_path() {
+    let star_a = Robots::parse(b"User-agent: *\nDisallow: /*a\n");
+    assert!(star_a.is_allowed("Googlebot", "http://example.com/\0a"));
+    assert!(!star_a.is_allowed("Googlebot", "http://example.com/a\0"));
+    let root_only = Robots::parse(b"User-agent: *\nDisallow: /$\n");
+    assert!(!root_only.is_allowed("Googlebot", "http://example.com/\0x"));
+    assert!(root_only.is_allowed("Googlebot", "http://example.com/x\0"));
+}

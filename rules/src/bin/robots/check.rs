@@ -36,8 +36,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 fn single(robots: &Robots, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     let v = robots.check(agent, url);
-    println!("{}: {agent} {url}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
-    println!("{v}");
+    let verdict = if v.allowed { "ALLOWED" } else { "DISALLOWED" };
+    println!("{verdict}: {} {}", super::human(agent), super::human(url));
+    println!("{}", super::human(&v.to_string()));
     Ok(if v.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 

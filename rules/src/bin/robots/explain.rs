@@ -11,8 +11,8 @@ pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     let robots = Robots::parse(&body);
     let prepared = robots.agent(agent);
     let target = rules::target::path_of(url.as_bytes());
-    println!("crawler:  {agent}");
-    println!("path:     {}", String::from_utf8_lossy(&target));
+    println!("crawler:  {}", super::human(agent));
+    println!("path:     {}", super::human(&String::from_utf8_lossy(&target)));
     match prepared.group() {
         None => {
             println!("group:    none (no group names this crawler and there is no `User-agent: *`)")
@@ -30,11 +30,11 @@ pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
         println!("matched (longest first; Allow wins ties):");
         for r in &hits {
             let note = if r.pattern.is_empty() { "  (empty: never decides)" } else { "" };
-            println!("  priority {:>4}  {r}{note}", r.priority());
+            println!("  priority {:>4}  {}{note}", r.priority(), super::human(&r.to_string()));
         }
     }
     let v = prepared.check_path(&target);
     println!("verdict:  {}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
-    println!("because:  {v}");
+    println!("because:  {}", super::human(&v.to_string()));
     Ok(if v.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -71,3 +71,31 @@ fn read_robots(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
     use anyhow::Context;
     std::fs::read(path).with_context(|| format!("cannot read robots.txt file {}", path.display()))
 }
+
+/// Human output never floods a pipe: google/robotstxt-spec-test's runner
+/// reads a command's output only after it exits, so past the 64 KiB pipe
+/// buffer both sides would wait for ever. Text longer than `HUMAN_MAX`
+/// bytes is cut there (on a character boundary) and its length said;
+/// machine formats (JSON, batch) stay whole.
+fn human(text: &str) -> std::borrow::Cow<'_, str> {
+    const HUMAN_MAX: usize = 100;
+    if text.len() <= HUMAN_MAX {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = HUMAN_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}… ({} bytes)", &text[..end], text.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn human_text_is_cut_at_a_character_boundary() {
+        assert_eq!(super::human("short"), "short");
+        let long = "ツ".repeat(40);
+        let cut = super::human(&long);
+        assert!(cut.starts_with(&"ツ".repeat(33)) && cut.ends_with("… (120 bytes)"), "{cut}");
+    }
+}

@@ -6,40 +6,15 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use testkit::*;
 
 mod support;
-use support::spawn_proxy;
+use support::start_enforcing;
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private/\nDisallow: /search?q=\nDisallow: /*.pdf$\n";
 const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
-
-fn config(dir: &Path, origin: SocketAddr, listen: u16, admin: u16, fast_path: bool) -> PathBuf {
-    let yaml = format!(
-        "proxy:
-  listen: [\"127.0.0.1:{listen}\"]
-  admin: 127.0.0.1:{admin}
-  state_dir: state
-  refresh: 1s
-  grace_period: 20s
-  origin_timeout: 5s
-  client_timeout: 2s
-  fast_path: {fast_path}
-sites:
-  - name: shop
-    proxy:
-      hosts: [shop.test]
-      origin: {origin}
-      enforce: true
-"
-    );
-    let path = dir.join("config.yaml");
-    std::fs::write(&path, yaml).expect("config");
-    path
-}
 
 /// A gateway in front of a fresh logging origin, its robots.txt learnt.
 struct Edge {
@@ -52,11 +27,9 @@ struct Edge {
 fn start(name: &str, fast: bool) -> Edge {
     let origin = Echo::start();
     origin.set_robots(ROBOTS);
-    let dir = temp_dir(&format!("{name}-{}", if fast { "fast" } else { "pipeline" }));
-    let (listen, admin) = (free_port(), free_port());
-    let cfg = config(&dir, origin.addr, listen, admin, fast);
-    let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
-    let proc = spawn_proxy(&cfg, &[addr]);
+    let name = format!("{name}-{}", if fast { "fast" } else { "pipeline" });
+    let timeouts = "  grace_period: 20s\n  origin_timeout: 5s\n  client_timeout: 2s\n";
+    let (proc, addr) = start_enforcing(&name, origin.addr, fast, timeouts);
     let learnt = eventually(15, || {
         request(addr, "GET", "shop.test", "/robots.txt", &[])
             .is_some_and(|r| r.header("X-Robots-Source") == Some("origin"))

@@ -5,43 +5,15 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use testkit::*;
 
 mod support;
-use support::spawn_proxy;
-
-fn config(dir: &Path, origin: SocketAddr, listen: u16, admin: u16, fast_path: bool) -> PathBuf {
-    let yaml = format!(
-        "proxy:
-  listen: [\"127.0.0.1:{listen}\"]
-  admin: 127.0.0.1:{admin}
-  state_dir: state
-  refresh: 1s
-  grace_period: 1s
-  origin_timeout: 1s
-  fast_path: {fast_path}
-sites:
-  - name: shop
-    proxy:
-      hosts: [shop.test]
-      origin: {origin}
-      enforce: true
-"
-    );
-    let path = dir.join("config.yaml");
-    std::fs::write(&path, yaml).expect("config");
-    path
-}
+use support::start_enforcing;
 
 fn start(name: &str, origin: SocketAddr, fast_path: bool) -> (Proc, SocketAddr) {
-    let dir = temp_dir(name);
-    let (listen, admin) = (free_port(), free_port());
-    let cfg = config(&dir, origin, listen, admin, fast_path);
-    let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
-    (spawn_proxy(&cfg, &[addr]), addr)
+    start_enforcing(name, origin, fast_path, "  grace_period: 1s\n  origin_timeout: 1s\n")
 }
 
 /// One response as a client reads it off a kept-alive connection.

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use testkit::{Proc, wait_listening};
+use testkit::{Proc, free_port, temp_dir, wait_listening};
 
 /// Runs `robots-proxy --config cfg` and waits until each of `addrs`
 /// accepts connections. Its stderr is shown with `TEST_LOG` set.
@@ -20,4 +20,33 @@ pub fn spawn_proxy(cfg: &Path, addrs: &[SocketAddr]) -> Proc {
     let proc = Proc(child);
     assert!(addrs.iter().all(|a| wait_listening(*a, 20)), "robots-proxy did not start");
     proc
+}
+
+/// Starts a gateway with one enforcing site, `shop.test`, in front of
+/// `origin`, on the fast path or Pingora's pipeline alone; `timeouts`
+/// holds the `proxy:` lines for its grace period and timeouts. Returns it
+/// and its listening address.
+#[allow(dead_code)] // Not every suite that shares this module needs it.
+pub fn start_enforcing(name: &str, origin: SocketAddr, fast_path: bool, timeouts: &str) -> (Proc, SocketAddr) {
+    let dir = temp_dir(name);
+    let (listen, admin) = (free_port(), free_port());
+    let yaml = format!(
+        "proxy:
+  listen: [\"127.0.0.1:{listen}\"]
+  admin: 127.0.0.1:{admin}
+  state_dir: state
+  refresh: 1s
+{timeouts}  fast_path: {fast_path}
+sites:
+  - name: shop
+    proxy:
+      hosts: [shop.test]
+      origin: {origin}
+      enforce: true
+"
+    );
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, yaml).expect("config");
+    let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().expect("address");
+    (spawn_proxy(&cfg, &[addr]), addr)
 }

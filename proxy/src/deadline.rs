@@ -92,8 +92,7 @@ impl AsyncRead for HeadDeadline {
         let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
-                let fresh = buf.filled()[before..].to_vec();
-                this.saw(&fresh);
+                this.saw(&buf.filled()[before..]);
                 Poll::Ready(Ok(()))
             }
             Poll::Pending if matches!(this.phase, Phase::Head { started: true, .. }) => {

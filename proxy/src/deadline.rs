@@ -79,15 +79,32 @@ impl HeadDeadline {
     }
 }
 
+impl HeadDeadline {
+    /// The error a read gets once the head's time is up.
+    fn too_slow(&self) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, format!("request head not complete within {:?}", self.limit))
+    }
+
+    /// After a write: a final response sent means a head comes next.
+    fn wrote(&mut self, is_final: bool, polled: &Poll<std::io::Result<usize>>) {
+        if is_final && matches!(polled, Poll::Ready(Ok(_))) {
+            self.phase = Phase::Head { started: false, line_start: false };
+        }
+    }
+}
+
+/// Whether written bytes start a final response's status line (not 1xx),
+/// after which what the client sends is a head.
+fn final_status(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"HTTP/1.") && bytes.get(9).is_some_and(|&d| d != b'1')
+}
+
 impl AsyncRead for HeadDeadline {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
         let this = &mut *self;
         // A head trickled a byte at a time never leaves a read pending.
         if matches!(this.phase, Phase::Head { started: true, .. }) && this.timer.is_elapsed() {
-            return Poll::Ready(Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("request head not complete within {:?}", this.limit),
-            )));
+            return Poll::Ready(Err(this.too_slow()));
         }
         let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
@@ -97,10 +114,7 @@ impl AsyncRead for HeadDeadline {
             }
             Poll::Pending if matches!(this.phase, Phase::Head { started: true, .. }) => {
                 match this.timer.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        format!("request head not complete within {:?}", this.limit),
-                    ))),
+                    Poll::Ready(()) => Poll::Ready(Err(this.too_slow())),
                     Poll::Pending => Poll::Pending,
                 }
             }
@@ -111,12 +125,9 @@ impl AsyncRead for HeadDeadline {
 
 impl AsyncWrite for HeadDeadline {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        // A final response's status line: what the client sends next is a head.
-        let is_final = buf.starts_with(b"HTTP/1.") && buf.get(9).is_some_and(|&d| d != b'1');
+        let is_final = final_status(buf);
         let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if is_final && matches!(polled, Poll::Ready(Ok(_))) {
-            self.phase = Phase::Head { started: false, line_start: false };
-        }
+        self.wrote(is_final, &polled);
         polled
     }
 
@@ -133,12 +144,9 @@ impl AsyncWrite for HeadDeadline {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &b[..]);
-        let is_final = first.starts_with(b"HTTP/1.") && first.get(9).is_some_and(|&d| d != b'1');
+        let is_final = final_status(bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &b[..]));
         let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if is_final && matches!(polled, Poll::Ready(Ok(_))) {
-            self.phase = Phase::Head { started: false, line_start: false };
-        }
+        self.wrote(is_final, &polled);
         polled
     }
 

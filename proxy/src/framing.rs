@@ -1,4 +1,5 @@
-//! Where an HTTP/1.1 message body ends, found while its bytes stream past.
+//! Where an HTTP/1.1 message body ends, found while its bytes stream past,
+//! and the `Content-Length` values both request paths accept.
 //! The fast path relays bodies byte for byte (chunked stays chunked, with
 //! its extensions and trailers) and needs only to know where each message
 //! stops, so the connection can carry the next one.
@@ -120,6 +121,32 @@ impl Chunked {
     }
 }
 
+/// The items of a comma-separated field value (`Connection`,
+/// `Transfer-Encoding`), trimmed.
+pub fn list(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(<[u8]>::trim_ascii)
+}
+
+/// A `Content-Length` value: digits only, or a list of one value repeated
+/// (`5, 5`, which RFC 9110 section 8.6 lets a recipient read as `5`).
+/// Rust's integer parsing would also take a leading `+`, which a server
+/// behind the gateway might read differently: the root of request
+/// smuggling. Whatever was accepted goes on as one plain value.
+pub fn content_length(value: &[u8]) -> Option<u64> {
+    let mut found = None;
+    for item in list(value) {
+        if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let n: u64 = std::str::from_utf8(item).ok()?.parse().ok()?;
+        if found.is_some_and(|f| f != n) {
+            return None;
+        }
+        found = Some(n);
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,5 +251,17 @@ mod tests {
         assert_eq!(body.take(b"efgHTTP"), Ok((3, true)));
         assert!(body.is_done());
         assert_eq!(Body::UntilClose.take(b"all of it"), Ok((9, false)));
+    }
+
+    #[test]
+    fn content_lengths_are_digits_only() {
+        assert_eq!(content_length(b"42"), Some(42));
+        assert_eq!(content_length(b" 7 "), Some(7));
+        assert_eq!(content_length(b"5, 5"), Some(5));
+        assert_eq!(content_length(b"5,5,5"), Some(5));
+        for bad in [&b"+5"[..], b"-1", b"", b"5 5", b"0x10", b"1e3", b"99999999999999999999999", b"5, 6", b"5,", b",5"]
+        {
+            assert_eq!(content_length(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
     }
 }

@@ -13,6 +13,7 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
+use crate::framing::content_length;
 use crate::gateway::{FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
 use crate::store::State;
 
@@ -63,28 +64,25 @@ fn judged_target(req: &pingora::http::RequestHeader) -> &[u8] {
 fn tidy(session: &mut Session) -> Result<bool> {
     let req = session.req_header();
     let underscored: Vec<http::HeaderName> = req.headers.keys().filter(|n| n.as_str().contains('_')).cloned().collect();
-    let lengths: Vec<&[u8]> = req.headers.get_all(http::header::CONTENT_LENGTH).iter().map(|v| v.as_bytes()).collect();
-    let length = match lengths.as_slice() {
-        [] => None,
-        [one] if one.iter().all(u8::is_ascii_digit) && !one.is_empty() => None,
-        many => {
-            let mut value = None;
-            for item in many.iter().flat_map(|v| v.split(|&b| b == b',')).map(<[u8]>::trim_ascii) {
-                if item.is_empty() || !item.iter().all(u8::is_ascii_digit) || value.is_some_and(|v| v != item) {
-                    return Ok(false);
-                }
-                value = Some(item);
-            }
-            value.map(<[u8]>::to_vec)
+    // The fast path's own check, field by field: every value must be one
+    // plain length, all the same.
+    let (mut length, mut fields, mut listed) = (None, 0, false);
+    for value in req.headers.get_all(http::header::CONTENT_LENGTH) {
+        match content_length(value.as_bytes()) {
+            Some(n) if length.is_none_or(|l| l == n) => length = Some(n),
+            _ => return Ok(false),
         }
-    };
+        fields += 1;
+        listed |= value.as_bytes().contains(&b',');
+    }
+    let rewrite = length.filter(|_| fields > 1 || listed);
     let old = req.version < http::Version::HTTP_11;
     let req = session.req_header_mut();
     for name in underscored {
         req.remove_header(&name);
     }
-    if let Some(n) = length {
-        req.insert_header(http::header::CONTENT_LENGTH, n)?;
+    if let Some(n) = rewrite {
+        req.insert_header(http::header::CONTENT_LENGTH, n.to_string())?;
     }
     if old {
         req.remove_header(&http::header::EXPECT);

@@ -147,6 +147,32 @@ pub fn content_length(value: &[u8]) -> Option<u64> {
     found
 }
 
+/// An absolute-form request target (`http://host:port/path?q`, RFC 9112
+/// section 3.2.2) split into its authority and its origin-form rest (`/`
+/// when it has no path). `None` for any other form. The scheme must be
+/// `http` or `https`, in any case; userinfo is not allowed (RFC 9110
+/// section 4.2.4), so a target with `@` in its authority is `None`.
+pub fn absolute_form(target: &[u8]) -> Option<(&[u8], Vec<u8>)> {
+    let colon = target.iter().position(|&b| b == b':')?;
+    let scheme = &target[..colon];
+    if !(scheme.eq_ignore_ascii_case(b"http") || scheme.eq_ignore_ascii_case(b"https")) {
+        return None;
+    }
+    let rest = target[colon..].strip_prefix(b"://")?;
+    let end = rest.iter().position(|&b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    if authority.is_empty() || authority.contains(&b'@') {
+        return None;
+    }
+    let tail = &tail[..tail.iter().position(|&b| b == b'#').unwrap_or(tail.len())];
+    let mut path = Vec::with_capacity(tail.len() + 1);
+    if !tail.starts_with(b"/") {
+        path.push(b'/');
+    }
+    path.extend_from_slice(tail);
+    Some((authority, path))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,6 +288,19 @@ mod tests {
         for bad in [&b"+5"[..], b"-1", b"", b"5 5", b"0x10", b"1e3", b"99999999999999999999999", b"5, 6", b"5,", b",5"]
         {
             assert_eq!(content_length(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn absolute_form_splits_authority_and_path() {
+        let split = |t: &str| absolute_form(t.as_bytes()).map(|(a, p)| (a.to_vec(), String::from_utf8(p).unwrap()));
+        assert_eq!(split("http://shop.test/a?b"), Some((b"shop.test".to_vec(), "/a?b".into())));
+        assert_eq!(split("HTTPS://Shop.Test:8443"), Some((b"Shop.Test:8443".to_vec(), "/".into())));
+        assert_eq!(split("http://shop.test?q=1"), Some((b"shop.test".to_vec(), "/?q=1".into())));
+        assert_eq!(split("http://shop.test/a#frag"), Some((b"shop.test".to_vec(), "/a".into())));
+        for other in ["/a", "*", "shop.test:443", "ftp://shop.test/", "http://user@shop.test/", "http:///a", "http:/x"]
+        {
+            assert_eq!(split(other), None, "{other}");
         }
     }
 }

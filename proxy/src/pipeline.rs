@@ -13,7 +13,7 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
-use crate::framing::content_length;
+use crate::framing::{absolute_form, content_length};
 use crate::gateway::{FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
 use crate::store::State;
 
@@ -41,14 +41,6 @@ async fn respond(session: &mut Session, status: u16, body: Bytes) -> Result<()> 
     Ok(())
 }
 
-/// The origin-form target the origin will get: the bytes as sent (not
-/// the URI's lossy rendering of bytes past UTF-8), or an absolute-form
-/// target's path and query. Pingora has already dropped any fragment.
-fn judged_target(req: &pingora::http::RequestHeader) -> &[u8] {
-    let raw = req.raw_path();
-    if raw.starts_with(b"/") { raw } else { req.uri.path_and_query().map_or(b"/", |p| p.as_str().as_bytes()) }
-}
-
 /// Makes a request head safe to forward, as the fast path does; `false`
 /// when it must be refused (400).
 ///
@@ -58,10 +50,19 @@ fn judged_target(req: &pingora::http::RequestHeader) -> &[u8] {
 /// - `Content-Length` goes on as one plain value. A repeated value (`5, 5`,
 ///   or two equal fields) is one value (RFC 9110 section 8.6); different
 ///   values were refused by Pingora already, and anything else is refused here.
+/// - An absolute-form target names the host (RFC 9112 section 3.2.2): its
+///   authority replaces `Host`, so a `Host` field cannot pick a laxer
+///   site, and the origin gets the origin-form rest, judged as such.
 /// - An HTTP/1.0 client gets no interim (1xx) response, which it could
 ///   take for the final one, and its `Expect` is ignored (RFC 9110
 ///   section 10.1.1).
 fn tidy(session: &mut Session) -> Result<bool> {
+    if let Some((authority, path)) = absolute_form(session.req_header().raw_path()) {
+        let authority = std::str::from_utf8(authority).map(str::to_string);
+        let req = session.req_header_mut();
+        let (Ok(authority), Ok(())) = (authority, req.set_raw_path(&path)) else { return Ok(false) };
+        req.insert_header(http::header::HOST, authority)?;
+    }
     let req = session.req_header();
     let underscored: Vec<http::HeaderName> = req.headers.keys().filter(|n| n.as_str().contains('_')).cloned().collect();
     // The fast path's own check, field by field: every value must be one
@@ -132,11 +133,10 @@ impl ProxyHttp for Pipeline {
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Self::CTX) -> Result<bool> {
         if !tidy(session)? {
-            respond(session, 400, Bytes::from_static(b"robots-proxy: malformed Content-Length\n")).await?;
+            respond(session, 400, Bytes::from_static(b"robots-proxy: malformed request head\n")).await?;
             return Ok(true);
         }
-        let host = header(session, http::header::HOST).or_else(|| session.req_header().uri.host());
-        let Some(site) = host.and_then(|h| self.0.site(h)).cloned() else {
+        let Some(site) = header(session, http::header::HOST).and_then(|h| self.0.site(h)).cloned() else {
             respond(session, self.0.unknown_host_status, Bytes::from_static(UNKNOWN_HOST_BODY)).await?;
             return Ok(true);
         };
@@ -150,7 +150,7 @@ impl ProxyHttp for Pipeline {
             return Ok(false);
         }
         let ua = header(session, http::header::USER_AGENT).unwrap_or("");
-        let Some(visit) = self.0.visit(&site, ua, judged_target(session.req_header())) else { return Ok(false) };
+        let Some(visit) = self.0.visit(&site, ua, session.req_header().raw_path()) else { return Ok(false) };
         let refused = visit.refused.then(|| Gateway::refusal(&visit));
         ctx.visit = Some(visit);
         if let Some(body) = refused {

@@ -5,67 +5,13 @@
 //! and by what the logging origin on loopback actually received.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use testkit::*;
 
 mod support;
-use support::start_enforcing;
-
-const ROBOTS: &str = "User-agent: *\nDisallow: /private/\nDisallow: /search?q=\nDisallow: /*.pdf$\n";
-const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
-
-/// A gateway in front of a fresh logging origin, its robots.txt learnt.
-struct Edge {
-    proc: Proc,
-    addr: SocketAddr,
-    origin: Echo,
-    fast: bool,
-}
-
-fn start(name: &str, fast: bool) -> Edge {
-    let origin = Echo::start();
-    origin.set_robots(ROBOTS);
-    let name = format!("{name}-{}", if fast { "fast" } else { "pipeline" });
-    let timeouts = "  grace_period: 20s\n  origin_timeout: 5s\n  client_timeout: 2s\n";
-    let (proc, addr) = start_enforcing(&name, origin.addr, fast, timeouts);
-    let learnt = eventually(15, || {
-        request(addr, "GET", "shop.test", "/robots.txt", &[])
-            .is_some_and(|r| r.header("X-Robots-Source") == Some("origin"))
-    });
-    assert!(learnt, "robots.txt never learnt");
-    Edge { proc, addr, origin, fast }
-}
-
-/// Sends raw bytes and reads until the gateway closes or goes quiet for
-/// `quiet`; returns everything it answered.
-fn exchange(addr: SocketAddr, raw: &[u8], quiet: Duration) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.write_all(raw).expect("send");
-    read_all(&mut s, quiet)
-}
-
-fn read_all(s: &mut TcpStream, quiet: Duration) -> String {
-    s.set_read_timeout(Some(quiet)).unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-    String::from_utf8_lossy(&got).into_owned()
-}
-
-fn statuses(answer: &str) -> Vec<u16> {
-    answer.split("HTTP/1.").skip(1).filter_map(|r| r.get(2..5).and_then(|s| s.parse().ok())).collect()
-}
-
-fn get(target: &str, agent: &str) -> Vec<u8> {
-    format!("GET {target} HTTP/1.1\r\nHost: shop.test\r\nUser-Agent: {agent}\r\nConnection: close\r\n\r\n").into_bytes()
-}
+use support::edge::*;
 
 #[test]
 fn no_spelling_of_a_disallowed_path_reaches_the_origin() {
@@ -120,11 +66,6 @@ fn no_spelling_of_a_disallowed_path_reaches_the_origin() {
         }
         assert_eq!(e.origin.heads().len(), passed.len(), "fast {}", e.fast);
     }
-}
-
-/// What the origin received for the one request of a probe.
-fn received(e: &Edge, path: &str) -> Vec<String> {
-    e.origin.heads().into_iter().filter(|h| h.split_whitespace().nth(1) == Some(path)).collect()
 }
 
 #[test]

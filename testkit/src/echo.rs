@@ -3,6 +3,7 @@
 //! target, header names, body length and checksum, and which connection
 //! carried it. A few targets answer in special ways (see [`Echo`]).
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +18,8 @@ use std::time::Duration;
 /// `/close` answers and closes; `/eof` sends a body delimited by closing;
 /// `/hints` sends 103 Early Hints first; `/idle-close` answers, then closes
 /// the connection 200 ms later, as an origin's idle timeout does;
-/// `/robots.txt` answers what [`Echo::set_robots`] gave, if anything.
+/// `/robots.txt` answers what [`Echo::set_robots`] gave, if anything; a
+/// target given to [`Echo::script`] answers exactly the bytes given.
 ///
 /// Every request head it reads is kept, as received, in [`Echo::heads`]:
 /// what a proxy actually forwarded.
@@ -28,6 +30,14 @@ pub struct Echo {
     pub connections: Arc<AtomicUsize>,
     heads: Arc<Mutex<Vec<String>>>,
     robots: Arc<Mutex<Option<String>>>,
+    scripts: Arc<Mutex<HashMap<String, Script>>>,
+}
+
+/// Raw bytes to answer one target with, and whether to close after them.
+#[derive(Clone, Debug)]
+struct Script {
+    raw: Vec<u8>,
+    close: bool,
 }
 
 impl Echo {
@@ -35,7 +45,7 @@ impl Echo {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind echo origin");
         let addr = listener.local_addr().expect("echo addr");
         let connections = Arc::new(AtomicUsize::new(0));
-        let echo = Echo { addr, connections, heads: Arc::default(), robots: Arc::default() };
+        let echo = Echo { addr, connections, heads: Arc::default(), robots: Arc::default(), scripts: Arc::default() };
         let shared = echo.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
@@ -52,6 +62,13 @@ impl Echo {
     /// Serve `body` as `/robots.txt`.
     pub fn set_robots(&self, body: &str) {
         *self.robots.lock().unwrap_or_else(|e| e.into_inner()) = Some(body.to_string());
+    }
+
+    /// Answer `target` with exactly `raw` (a misbehaving origin's bytes),
+    /// then close the connection if `close`, else keep reading requests on it.
+    pub fn script(&self, target: &str, raw: &[u8], close: bool) {
+        let script = Script { raw: raw.to_vec(), close };
+        self.scripts.lock().unwrap_or_else(|e| e.into_inner()).insert(target.to_string(), script);
     }
 
     /// Every request head received so far (request line and fields, as
@@ -117,6 +134,14 @@ fn serve(stream: TcpStream, conn: usize, echo: &Echo) -> std::io::Result<()> {
         }
         echo.heads.lock().unwrap_or_else(|e| e.into_inner()).push(head);
         let body = if chunked { read_chunked(&mut reader)? } else { read_exact(&mut reader, length)? };
+        let script = echo.scripts.lock().unwrap_or_else(|e| e.into_inner()).get(&target).cloned();
+        if let Some(script) = script {
+            out.write_all(&script.raw)?;
+            if script.close {
+                return Ok(());
+            }
+            continue;
+        }
         let sum: u64 = body.iter().map(|&b| u64::from(b)).sum();
         let text = format!("{method} {target} conn={conn} body={}/{sum} headers={}\n", body.len(), names.join(","));
         match target.as_str() {

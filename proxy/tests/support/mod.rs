@@ -6,6 +6,8 @@ use std::process::{Command, Stdio};
 
 use testkit::{Proc, free_port, temp_dir, wait_listening};
 
+pub mod edge;
+
 /// Runs `robots-proxy --config cfg` and waits until each of `addrs`
 /// accepts connections. Its stderr is shown with `TEST_LOG` set.
 pub fn spawn_proxy(cfg: &Path, addrs: &[SocketAddr]) -> Proc {
@@ -22,8 +24,8 @@ pub fn spawn_proxy(cfg: &Path, addrs: &[SocketAddr]) -> Proc {
     proc
 }
 
-/// Starts a gateway with one enforcing site, `shop.test`, in front of
-/// `origin`, on the fast path or Pingora's pipeline alone; `timeouts`
+/// Starts a gateway with one enforcing site, `shop.test`, and one that
+/// does not enforce, `open.test`, both in front of `origin`, on the fast path or Pingora's pipeline alone; `timeouts`
 /// holds the `proxy:` lines for its grace period and timeouts. Returns it
 /// and its listening address.
 #[allow(dead_code)] // Not every suite that shares this module needs it.
@@ -43,6 +45,10 @@ sites:
       hosts: [shop.test]
       origin: {origin}
       enforce: true
+  - name: open
+    proxy:
+      hosts: [open.test]
+      origin: {origin}
 "
     );
     let cfg = dir.join("config.yaml");

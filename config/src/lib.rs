@@ -53,9 +53,11 @@ pub enum ConfigError {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Where the monitor keeps its history: a file path for embedded SQLite
-    /// (created on first start), or a `postgres://` URL.
-    #[serde(default = "default_database")]
-    pub database: String,
+    /// (created on first start), or a `postgres://` URL. Unset, the monitor
+    /// uses `var/robotsgate.db` (see [`Config::database`]); set, gateways
+    /// keep their last good copies there too.
+    #[serde(default)]
+    pub database: Option<String>,
     /// Crawlers, by product token, whose verdicts are tested for every site
     /// that does not list its own.
     #[serde(default = "default_agents")]
@@ -90,6 +92,11 @@ pub struct ProxySettings {
     /// TLS listeners with their certificate and key (PEM files).
     #[serde(default)]
     pub tls_listen: Vec<TlsListener>,
+    /// Offer HTTP/2 on the TLS listeners (ALPN `h2`, then `http/1.1`), as
+    /// nginx and CDNs do and Googlebot uses where offered. On by default;
+    /// `false` offers HTTP/1.1 alone.
+    #[serde(default = "default_true")]
+    pub http2: bool,
     /// The admin listener (`/healthz`, `/metrics`, `/status`); localhost by default.
     #[serde(default = "default_admin")]
     pub admin: String,
@@ -330,9 +337,6 @@ impl Default for Http {
     }
 }
 
-fn default_database() -> String {
-    "var/robotsgate.db".into()
-}
 fn default_agents() -> Vec<String> {
     vec!["Googlebot".into()]
 }
@@ -374,6 +378,12 @@ fn default_user_agent() -> String {
 }
 
 impl Config {
+    /// The monitor's database: the `database:` value, or the embedded
+    /// default `var/robotsgate.db`.
+    pub fn database(&self) -> &str {
+        self.database.as_deref().unwrap_or("var/robotsgate.db")
+    }
+
     /// Reads, parses and validates `path`. Relative `file:` paths are taken
     /// relative to the config file's directory.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {

@@ -86,7 +86,12 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let config = Config::load(&cli.config)?;
     if let Command::CheckConfig = cli.command {
-        println!("{}: {} sites, database {}", cli.config.display(), config.sites.len(), config.database);
+        println!(
+            "{}: {} sites, database {}",
+            cli.config.display(),
+            config.sites.len(),
+            robotsgate_history::shown(config.database())
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let base = monitor::monitor::base_dir(&cli.config);

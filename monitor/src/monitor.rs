@@ -80,7 +80,7 @@ impl Monitor {
         use anyhow::Context;
         // Sites only the proxy fronts have nothing for the monitor to read.
         config.sites.retain(|s| s.source() != Source::None);
-        let store = Store::open(&config.database, base).await?;
+        let store = Store::open(config.database(), base).await?;
         let names: Vec<&str> = config.sites.iter().map(|s| s.name.as_str()).collect();
         store.ensure_sites(&names).await?;
         let client =

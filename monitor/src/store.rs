@@ -5,28 +5,15 @@
 
 use std::path::Path;
 
-use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::any::AnyRow;
 use sqlx::{AnyPool, Row};
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database could not be opened or migrated.
-    #[error("cannot open database `{target}`: {source}")]
-    Open {
-        /// The path or URL (without password).
-        target: String,
-        /// The driver's error.
-        source: sqlx::Error,
-    },
-    /// Migrations failed.
-    #[error("cannot migrate database `{target}`: {source}")]
-    Migrate {
-        /// The path or URL.
-        target: String,
-        /// The migrator's error.
-        source: sqlx::migrate::MigrateError,
-    },
+    #[error(transparent)]
+    Open(#[from] robotsgate_history::OpenError),
     /// A query failed.
     #[error("database error while {doing}: {source}")]
     Query {
@@ -41,14 +28,7 @@ fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |source| StoreError::Query { doing, source }
 }
 
-/// Which engine is behind the pool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// Embedded SQLite file.
-    Sqlite,
-    /// PostgreSQL server.
-    Postgres,
-}
+pub use robotsgate_history::Backend;
 
 /// The history database.
 #[derive(Clone, Debug)]
@@ -179,48 +159,8 @@ impl Store {
     /// Opens (creating if needed) and migrates the database: a
     /// `postgres://` URL, or a SQLite file path relative to `base`.
     pub async fn open(database: &str, base: &Path) -> Result<Store, StoreError> {
-        sqlx::any::install_default_drivers();
-        let is_pg = database.starts_with("postgres://") || database.starts_with("postgresql://");
-        let (url, backend, shown) = if is_pg {
-            let shown = match url::Url::parse(database) {
-                Ok(mut u) => {
-                    let _ = u.set_password(None);
-                    u.to_string()
-                }
-                Err(_) => "postgres://…".to_string(),
-            };
-            (database.to_string(), Backend::Postgres, shown)
-        } else {
-            let path =
-                if Path::new(database).is_absolute() { Path::new(database).to_path_buf() } else { base.join(database) };
-            if let Some(dir) = path.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            (format!("sqlite://{}?mode=rwc", path.display()), Backend::Sqlite, path.display().to_string())
-        };
-        let options = AnyPoolOptions::new()
-            // SQLite serialises writers anyway; one connection avoids
-            // SQLITE_BUSY on transaction upgrades.
-            .max_connections(if backend == Backend::Sqlite { 1 } else { 8 })
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
-                        sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut *conn).await?;
-                        // In WAL mode NORMAL never corrupts the file; a power cut can
-                        // lose the last commits, which the next poll re-observes.
-                        sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
-                    }
-                    Ok(())
-                })
-            });
-        let pool = options.connect(&url).await.map_err(|source| StoreError::Open { target: shown.clone(), source })?;
-        let migrated = match backend {
-            Backend::Sqlite => sqlx::migrate!("../migrations/sqlite").run(&pool).await,
-            Backend::Postgres => sqlx::migrate!("../migrations/postgres").run(&pool).await,
-        };
-        migrated.map_err(|source| StoreError::Migrate { target: shown, source })?;
-        Ok(Store { pool, backend })
+        let db = robotsgate_history::open(database, base, robotsgate_history::Options::default()).await?;
+        Ok(Store { pool: db.pool, backend: db.backend })
     }
 
     /// Makes sure every configured site has a row.
@@ -328,26 +268,10 @@ impl Store {
         let mut tx = self.pool.begin().await.map_err(q("starting a transaction"))?;
         let mut out = Committed::default();
         if let Some(body) = &rec.body {
-            let hash = body_hash(body);
-            let inserted = sqlx::query(
-                "INSERT INTO revisions (site, hash, body, size, first_seen) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (site, hash) DO NOTHING",
-            )
-            .bind(&rec.site)
-            .bind(&hash)
-            .bind(body.clone())
-            .bind(body.len() as i64)
-            .bind(rec.at)
-            .execute(&mut *tx)
-            .await
-            .map_err(q("storing a revision"))?;
-            out.new_revision = inserted.rows_affected() == 1;
-            let row = sqlx::query("SELECT id FROM revisions WHERE site = $1 AND hash = $2")
-                .bind(&rec.site)
-                .bind(&hash)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(q("finding a revision"))?;
-            out.revision_id = Some(row.try_get("id").map_err(q("reading a revision id"))?);
+            let recorded =
+                robotsgate_history::record(&mut tx, &rec.site, body, rec.at).await.map_err(q("storing a revision"))?;
+            out.new_revision = recorded.new;
+            out.revision_id = Some(recorded.id);
         }
         sqlx::query(
             "INSERT INTO fetches (site, at, status, error, latency_ms, redirects, truncated, revision_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -580,8 +504,4 @@ fn state_row(r: &AnyRow) -> Result<StateRow, sqlx::Error> {
     })
 }
 
-/// The hash revisions are deduplicated by: SHA-256, in hex.
-pub fn body_hash(body: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(body).iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use robotsgate_history::body_hash;

@@ -1,6 +1,7 @@
 //! robots-proxy: a Pingora gateway in front of websites that owns
-//! `/robots.txt` (validated, last-known-good kept in memory and on disk,
-//! served while the origin fails), passes everything else through, and
+//! `/robots.txt` (validated, last-known-good kept in memory, on disk and,
+//! with `database:`, in the database the fleet shares; served while the
+//! origin fails), passes everything else through, and
 //! knows which crawler is asking. `main.rs` wires these parts into a
 //! Pingora server.
 
@@ -14,5 +15,6 @@ pub mod metrics;
 pub mod origin;
 pub mod pipeline;
 pub mod refresh;
+pub mod shared;
 pub mod store;
 pub mod upstream;

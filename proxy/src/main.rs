@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use async_trait::async_trait;
 use clap::Parser;
+use pingora::listeners::tls::TlsSettings;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
 use pingora::server::configuration::ServerConf;
 use pingora::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
@@ -22,6 +23,7 @@ use proxy::gateway::{FrontedSite, Gateway};
 use proxy::metrics::Metrics;
 use proxy::pipeline::Pipeline;
 use proxy::refresh::{Refresher, SiteRobots};
+use proxy::shared::Shared;
 use proxy::store::RobotsStore;
 use robotsgate_config::Config;
 
@@ -124,6 +126,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Arc::clone(&refresh_now),
     );
     refresher.restore();
+    let refresher = match &config.database {
+        // Relative SQLite paths are under the config file's folder, as for the monitor.
+        Some(database) => {
+            let base = cli.config.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+            refresher.with_shared(Arc::new(Shared::new(database, base)))
+        }
+        None => refresher,
+    };
 
     let mut hosts = HashMap::new();
     for (name, p) in &fronted {
@@ -162,9 +172,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     for tls in &settings.tls_listen {
         let (cert, key) = (tls.cert.display().to_string(), tls.key.display().to_string());
-        proxy_service
-            .add_tls(&tls.addr, &cert, &key)
+        let mut tls_settings = TlsSettings::intermediate(&cert, &key)
             .with_context(|| format!("TLS listener {} (cert {cert}, key {key})", tls.addr))?;
+        if settings.http2 {
+            // HTTP/2 goes to Pingora's pipeline (`Front` routes by ALPN).
+            tls_settings.enable_h2();
+        }
+        proxy_service.add_tls_with_settings(&tls.addr, None, tls_settings);
     }
 
     let token = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().or(settings.admin_token.clone());

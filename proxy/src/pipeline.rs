@@ -41,6 +41,29 @@ async fn respond(session: &mut Session, status: u16, body: Bytes) -> Result<()> 
     Ok(())
 }
 
+/// An HTTP/2 request as the HTTP/1.1 the origin gets: `:path` must be
+/// origin-form (or `*` for `OPTIONS`), since it becomes the request line;
+/// a `Host` field must name the `:authority` (RFC 9113 section 8.3.1), and
+/// when there is none, `:authority` becomes the `Host`. `false` refuses it.
+/// (The h2 layer has already refused upper-case names, connection-specific
+/// fields, CR, LF or NUL in values, and bodies that disagree with their
+/// `content-length`; see `proxy/tests/h2.rs`.)
+fn h2_target(session: &mut Session) -> Result<bool> {
+    let req = session.req_header();
+    let path = req.raw_path();
+    if !(path.starts_with(b"/") || (path == b"*" && req.method == http::Method::OPTIONS)) {
+        return Ok(false);
+    }
+    let Some(authority) = req.uri.authority().map(|a| a.as_str().to_string()) else { return Ok(true) };
+    match header(session, http::header::HOST) {
+        Some(host) => Ok(host.eq_ignore_ascii_case(&authority)),
+        None => {
+            session.req_header_mut().insert_header(http::header::HOST, authority)?;
+            Ok(true)
+        }
+    }
+}
+
 /// Makes a request head safe to forward, as the fast path does; `false`
 /// when it must be refused (400).
 ///
@@ -57,7 +80,11 @@ async fn respond(session: &mut Session, status: u16, body: Bytes) -> Result<()> 
 ///   take for the final one, and its `Expect` is ignored (RFC 9110
 ///   section 10.1.1).
 fn tidy(session: &mut Session) -> Result<bool> {
-    if let Some((authority, path)) = absolute_form(session.req_header().raw_path()) {
+    if session.req_header().version == http::Version::HTTP_2 {
+        if !h2_target(session)? {
+            return Ok(false);
+        }
+    } else if let Some((authority, path)) = absolute_form(session.req_header().raw_path()) {
         let authority = std::str::from_utf8(authority).map(str::to_string);
         let req = session.req_header_mut();
         let (Ok(authority), Ok(())) = (authority, req.set_raw_path(&path)) else { return Ok(false) };
@@ -136,7 +163,9 @@ impl ProxyHttp for Pipeline {
             respond(session, 400, Bytes::from_static(b"robots-proxy: malformed request head\n")).await?;
             return Ok(true);
         }
-        let Some(site) = header(session, http::header::HOST).and_then(|h| self.0.site(h)).cloned() else {
+        // HTTP/2 names the host in `:authority` and may send no `Host`.
+        let host = header(session, http::header::HOST).or_else(|| session.req_header().uri.host());
+        let Some(site) = host.and_then(|h| self.0.site(h)).cloned() else {
             respond(session, self.0.unknown_host_status, Bytes::from_static(UNKNOWN_HOST_BODY)).await?;
             return Ok(true);
         };

@@ -23,6 +23,7 @@ use rules::lint::{Code, Severity};
 use rules::{Policy, Reason};
 
 use crate::metrics::Metrics;
+use crate::shared::Shared;
 use crate::store::{Health, Origin, RobotsStore, Served, State};
 
 /// One site as the refresher sees it.
@@ -52,6 +53,14 @@ pub struct Refresher {
     /// to: building a client loads the CA bundle, which costs far more CPU
     /// than the fetch, so it is rebuilt only when the address changes.
     clients: std::sync::Mutex<std::collections::HashMap<String, (SocketAddr, reqwest::Client)>>,
+    /// Last good copies shared with other gateways and the monitor, when
+    /// the config names a database.
+    shared: Option<Arc<Shared>>,
+}
+
+/// Whether a stored body may be served: what a fetch of it would pass.
+fn servable(body: &[u8]) -> bool {
+    body.len() <= rules::parse::MAX_FILE_BYTES && !rules::lint(body).iter().any(|d| d.code == Code::Html)
 }
 
 /// Why a fetched body is not served.
@@ -85,6 +94,7 @@ impl Refresher {
             user_agent: http.user_agent.replace("monitor", "proxy"),
             now,
             clients: Default::default(),
+            shared: None,
             origin_ca: settings.origin_ca_file.as_ref().and_then(|path| {
                 let pem = std::fs::read(path)
                     .map_err(|e| tracing::error!(file = %path.display(), "cannot read origin_ca_file: {e}"))
@@ -94,6 +104,45 @@ impl Refresher {
                     .ok()
             }),
         }
+    }
+
+    /// Shares last good copies through `shared` too.
+    pub fn with_shared(mut self, shared: Arc<Shared>) -> Refresher {
+        self.shared = Some(shared);
+        self
+    }
+
+    /// Takes the newest good copy the database holds for `site` when it is
+    /// newer than the one served, and while it is younger than the
+    /// staleness limit; a copy fresh from the origin is never replaced.
+    pub async fn adopt_shared(&self, site: &SiteRobots) {
+        let Some(shared) = &self.shared else { return };
+        if static_text(&site.proxy).is_some() {
+            return;
+        }
+        let held = match &*self.store.state(&site.name) {
+            State::Serve(s) if s.source != Origin::LastGood => return,
+            State::Serve(s) => Some(s.good_at),
+            _ => None,
+        };
+        let now = SystemTime::now();
+        let newest = shared.latest(&site.name).await.into_iter().find(|(body, good_at)| {
+            // A copy with our managed groups in it is what a gateway served
+            // (the monitor polling through one): merging again would double them.
+            let merged = memchr::memmem::find(body, MANAGED_MARK).is_some();
+            now.duration_since(*good_at).unwrap_or_default() <= self.max_staleness && servable(body) && !merged
+        });
+        let Some((body, good_at)) = newest else { return };
+        if held.is_some_and(|held| held >= good_at) {
+            return;
+        }
+        if let Err(e) = self.store.persist(&site.name, &body, good_at) {
+            tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
+        }
+        let age = now.duration_since(good_at).unwrap_or_default();
+        let served = self.serve_good(site, Bytes::from(body), good_at, Origin::LastGood);
+        self.store.set(&site.name, State::Serve(Arc::new(served)));
+        tracing::info!(site = %site.name, age_secs = age.as_secs(), "took the last good robots.txt from the database");
     }
 
     /// A servable copy of `body` for `site`.
@@ -174,6 +223,11 @@ impl Refresher {
                     if let Err(e) = self.store.persist(&site.name, &outcome.body, now) {
                         tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
                     }
+                    if let Some(shared) = &self.shared {
+                        // Off the refresh loop: a slow database delays no site.
+                        let (shared, name, body) = (Arc::clone(shared), site.name.clone(), outcome.body.clone());
+                        tokio::spawn(async move { shared.save(&name, &body, now).await });
+                    }
                     self.store.set(&site.name, State::Serve(Arc::new(served)));
                     "ok"
                 }
@@ -203,6 +257,10 @@ impl Refresher {
         };
         self.metrics.refresh.with_label_values(&[&site.name, label]).inc();
         self.store.set_health(&site.name, health);
+        let failing = !matches!(label, "ok" | "no-file" | "redirects");
+        if failing && !matches!(&*self.store.state(&site.name), State::Serve(_)) {
+            self.adopt_shared(site).await;
+        }
     }
 
     /// Keeps the last good copy if it is fresh enough, else lets the
@@ -296,6 +354,9 @@ impl Refresher {
     }
 }
 
+/// The line that opens the managed groups in a served file.
+const MANAGED_MARK: &[u8] = b"\n# Managed by robotsgate\n";
+
 /// Appends managed groups so Google reads them as written: the origin's
 /// text keeps its last line ending, and a trailing group with no rules gets
 /// an explicit empty `Disallow:` (which allows everything, as the empty
@@ -309,7 +370,7 @@ pub fn merge_managed(origin: &[u8], groups: &str) -> Option<Bytes> {
     if ends_with_open_group(origin) {
         out.extend_from_slice(b"Disallow:\n");
     }
-    out.extend_from_slice(b"\n# Managed by robotsgate\n");
+    out.extend_from_slice(MANAGED_MARK);
     out.extend_from_slice(groups.trim_end().as_bytes());
     out.push(b'\n');
     (out.len() <= rules::parse::MAX_FILE_BYTES).then(|| Bytes::from(out))
@@ -384,6 +445,11 @@ fn static_text(p: &SiteProxy) -> Option<Bytes> {
 #[async_trait]
 impl BackgroundService for Refresher {
     async fn start(&self, mut shutdown: ShutdownWatch) {
+        // Before the first fetch: a site with no copy on this disk (a new
+        // replica) serves the fleet's while its origin is failing.
+        for site in &self.sites {
+            self.adopt_shared(site).await;
+        }
         loop {
             self.refresh_all().await;
             tokio::select! {

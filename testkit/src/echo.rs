@@ -29,6 +29,7 @@ pub struct Echo {
     /// Connections accepted so far.
     pub connections: Arc<AtomicUsize>,
     heads: Arc<Mutex<Vec<String>>>,
+    completed: Arc<Mutex<Vec<String>>>,
     robots: Arc<Mutex<Option<String>>>,
     scripts: Arc<Mutex<HashMap<String, Script>>>,
 }
@@ -45,7 +46,14 @@ impl Echo {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind echo origin");
         let addr = listener.local_addr().expect("echo addr");
         let connections = Arc::new(AtomicUsize::new(0));
-        let echo = Echo { addr, connections, heads: Arc::default(), robots: Arc::default(), scripts: Arc::default() };
+        let echo = Echo {
+            addr,
+            connections,
+            heads: Arc::default(),
+            completed: Arc::default(),
+            robots: Arc::default(),
+            scripts: Arc::default(),
+        };
         let shared = echo.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
@@ -75,6 +83,12 @@ impl Echo {
     /// sent, lines joined with `\n`), `/robots.txt` fetches left out.
     pub fn heads(&self) -> Vec<String> {
         self.heads.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The targets of the requests whose bodies arrived whole, in order:
+    /// what the origin would have acted on.
+    pub fn completed(&self) -> Vec<String> {
+        self.completed.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub fn connections(&self) -> usize {
@@ -134,6 +148,7 @@ fn serve(stream: TcpStream, conn: usize, echo: &Echo) -> std::io::Result<()> {
         }
         echo.heads.lock().unwrap_or_else(|e| e.into_inner()).push(head);
         let body = if chunked { read_chunked(&mut reader)? } else { read_exact(&mut reader, length)? };
+        echo.completed.lock().unwrap_or_else(|e| e.into_inner()).push(target.clone());
         let script = echo.scripts.lock().unwrap_or_else(|e| e.into_inner()).get(&target).cloned();
         if let Some(script) = script {
             out.write_all(&script.raw)?;

@@ -5,7 +5,9 @@
 
 #![allow(missing_docs, missing_debug_implementations)]
 
+mod db;
 mod echo;
+pub use db::*;
 pub use echo::Echo;
 
 use std::collections::HashMap;

@@ -6,73 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use sqlx::Row;
 pub use testkit::*;
-
-/// Which database a test runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Db {
-    Sqlite,
-    Postgres,
-}
-
-/// The `database:` value for a fresh database of kind `db`: a SQLite file
-/// in `dir`, or a new PostgreSQL database on the server scripts/services.sh
-/// started. On CI a missing server fails the test instead of skipping it.
-pub fn fresh_database(db: Db, dir: &Path) -> Option<String> {
-    match db {
-        Db::Sqlite => Some(dir.join("history.db").display().to_string()),
-        Db::Postgres => {
-            let Ok(base) = std::env::var("ROBOTSGATE_TEST_POSTGRES_URL") else {
-                assert!(std::env::var_os("CI").is_none(), "CI must run PostgreSQL tests: run scripts/services.sh");
-                eprintln!("ROBOTSGATE_TEST_POSTGRES_URL not set; skipping the PostgreSQL run");
-                return None;
-            };
-            let name =
-                format!("t{}_{}", std::process::id(), dir.file_name().unwrap().to_string_lossy().replace('-', "_"));
-            let name = name.chars().rev().take(40).collect::<String>().chars().rev().collect::<String>();
-            let name = format!("rg_{}", name.trim_start_matches(|c: char| !c.is_ascii_alphabetic()));
-            block_on(async {
-                sqlx::any::install_default_drivers();
-                let pool = sqlx::AnyPool::connect(&base).await.expect("connect to test PostgreSQL");
-                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                    .execute(&pool)
-                    .await
-                    .expect("create test database");
-            });
-            let (prefix, _) = base.rsplit_once('/').expect("database URL has a path");
-            Some(format!("{prefix}/{name}"))
-        }
-    }
-}
-
-pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(f)
-}
-
-/// One query's single integer, straight from the database; -1 while a
-/// SQLite file does not exist yet (the daemon has not started).
-pub fn scalar(database: &str, sql: &str) -> i64 {
-    if !database.starts_with("postgres") && !Path::new(database).exists() {
-        return -1;
-    }
-    first_value(database, sql, |row| row.try_get::<i64, _>(0).expect("integer"))
-}
-
-/// The first column of the first row, as text (NULL as an empty string).
-pub fn scalar_text(database: &str, sql: &str) -> String {
-    first_value(database, sql, |row| row.try_get::<Option<String>, _>(0).expect("text").unwrap_or_default())
-}
-
-fn first_value<T>(database: &str, sql: &str, get: impl FnOnce(&sqlx::any::AnyRow) -> T) -> T {
-    let url = if database.starts_with("postgres") { database.to_string() } else { format!("sqlite://{database}") };
-    block_on(async {
-        sqlx::any::install_default_drivers();
-        let pool = sqlx::AnyPool::connect(&url).await.expect("connect");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).fetch_one(&pool).await.expect(sql);
-        get(&row)
-    })
-}
 
 /// Writes `yaml` as `config.yaml` in `dir`.
 pub fn write_config(dir: &Path, yaml: &str) -> PathBuf {

@@ -1,0 +1,241 @@
+//! The SQL database robots-monitor and robots-proxy share: opening and
+//! migrating it (embedded SQLite or PostgreSQL, through sqlx's `Any`
+//! driver), and the robots.txt revisions both daemons read and write.
+//!
+//! The monitor keeps its whole history here; a gateway keeps only its last
+//! good copies, in the same `revisions` table, so a gateway that starts
+//! during an origin outage serves what another gateway or the monitor saw
+//! last. Both daemons depend on this crate, never on each other.
+
+use std::path::Path;
+
+use sqlx::any::AnyPoolOptions;
+use sqlx::{AnyConnection, AnyPool, Row};
+
+/// Why the database could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The database could not be reached or created.
+    #[error("cannot open database `{target}`: {source}")]
+    Open {
+        /// The path or URL (without password).
+        target: String,
+        /// The driver's error.
+        source: sqlx::Error,
+    },
+    /// Migrations failed.
+    #[error("cannot migrate database `{target}`: {source}")]
+    Migrate {
+        /// The path or URL (without password).
+        target: String,
+        /// The migrator's error.
+        source: sqlx::migrate::MigrateError,
+    },
+}
+
+/// Which engine is behind the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded SQLite file.
+    Sqlite,
+    /// PostgreSQL server.
+    Postgres,
+}
+
+/// An open, migrated database.
+#[derive(Clone, Debug)]
+pub struct Db {
+    /// The connection pool.
+    pub pool: AnyPool,
+    /// The engine behind it.
+    pub backend: Backend,
+}
+
+/// How to open a database.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Most connections to PostgreSQL (SQLite always gets one: it
+    /// serialises writers anyway, and one connection avoids `SQLITE_BUSY`).
+    pub max_connections: u32,
+    /// How long to wait for a connection, opening included.
+    pub acquire_timeout: std::time::Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { max_connections: 8, acquire_timeout: std::time::Duration::from_secs(30) }
+    }
+}
+
+/// Whether `database` names a PostgreSQL server rather than a SQLite file.
+pub fn is_postgres(database: &str) -> bool {
+    database.starts_with("postgres://") || database.starts_with("postgresql://")
+}
+
+/// `database` as it may be shown: a URL without its password.
+pub fn shown(database: &str) -> String {
+    if !is_postgres(database) {
+        return database.to_string();
+    }
+    match url::Url::parse(database) {
+        Ok(mut u) => {
+            let _ = u.set_password(None);
+            u.to_string()
+        }
+        Err(_) => "postgres://…".to_string(),
+    }
+}
+
+/// Opens (creating if needed) and migrates the database: a `postgres://`
+/// URL, or a SQLite file path relative to `base`.
+pub async fn open(database: &str, base: &Path, options: Options) -> Result<Db, OpenError> {
+    sqlx::any::install_default_drivers();
+    let (url, backend, target) = if is_postgres(database) {
+        (database.to_string(), Backend::Postgres, shown(database))
+    } else {
+        let path =
+            if Path::new(database).is_absolute() { Path::new(database).to_path_buf() } else { base.join(database) };
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        (format!("sqlite://{}?mode=rwc", path.display()), Backend::Sqlite, path.display().to_string())
+    };
+    let pool = AnyPoolOptions::new()
+        .max_connections(if backend == Backend::Sqlite { 1 } else { options.max_connections })
+        // Keep no idle connections open longer than needed: a fleet of
+        // daemons on one PostgreSQL should not hold its connection slots.
+        .min_connections(0)
+        .idle_timeout(Some(std::time::Duration::from_secs(60)))
+        .acquire_timeout(options.acquire_timeout)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if backend == Backend::Sqlite {
+                    sqlx::query("PRAGMA journal_mode = WAL").execute(&mut *conn).await?;
+                    sqlx::query("PRAGMA busy_timeout = 5000").execute(&mut *conn).await?;
+                    // In WAL mode NORMAL never corrupts the file; a power cut can
+                    // lose the last commits, which the next poll re-observes.
+                    sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
+                }
+                Ok(())
+            })
+        })
+        .connect(&url)
+        .await
+        .map_err(|source| OpenError::Open { target: target.clone(), source })?;
+    let migrated = match backend {
+        Backend::Sqlite => sqlx::migrate!("../migrations/sqlite").run(&pool).await,
+        Backend::Postgres => sqlx::migrate!("../migrations/postgres").run(&pool).await,
+    };
+    migrated.map_err(|source| OpenError::Migrate { target, source })?;
+    Ok(Db { pool, backend })
+}
+
+/// The hash revisions are deduplicated by: SHA-256, in hex.
+pub fn body_hash(body: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(body).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A revision as recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// Its id.
+    pub id: i64,
+    /// Whether this call created it.
+    pub new: bool,
+}
+
+/// Records that `site` served `body` at `at` (Unix ms): a new revision if
+/// the bytes are new, and `last_seen` moved forward either way. Safe to
+/// run from many processes at once (the `(site, hash)` key decides).
+pub async fn record(conn: &mut AnyConnection, site: &str, body: &[u8], at: i64) -> Result<Recorded, sqlx::Error> {
+    let hash = body_hash(body);
+    let inserted = sqlx::query(
+        "INSERT INTO revisions (site, hash, body, size, first_seen, last_seen) VALUES ($1, $2, $3, $4, $5, $5) \
+         ON CONFLICT (site, hash) DO NOTHING",
+    )
+    .bind(site)
+    .bind(&hash)
+    .bind(body.to_vec())
+    .bind(body.len() as i64)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    let new = inserted.rows_affected() == 1;
+    if !new {
+        sqlx::query(
+            "UPDATE revisions SET last_seen = $3 WHERE site = $1 AND hash = $2 AND (last_seen IS NULL OR last_seen < $3)",
+        )
+        .bind(site)
+        .bind(&hash)
+        .bind(at)
+        .execute(&mut *conn)
+        .await?;
+    }
+    let row = sqlx::query("SELECT id FROM revisions WHERE site = $1 AND hash = $2")
+        .bind(site)
+        .bind(&hash)
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(Recorded { id: row.try_get("id")?, new })
+}
+
+/// A body a site served, and when it last did (Unix ms).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The bytes.
+    pub body: Vec<u8>,
+    /// When they were last fetched as the site's file.
+    pub last_seen: i64,
+}
+
+/// The `limit` bodies `site` served most recently, newest first.
+pub async fn latest(pool: &AnyPool, site: &str, limit: i64) -> Result<Vec<Seen>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT body, COALESCE(last_seen, first_seen) AS seen FROM revisions WHERE site = $1 \
+         ORDER BY COALESCE(last_seen, first_seen) DESC, id DESC LIMIT $2",
+    )
+    .bind(site)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(|r| Ok(Seen { body: r.try_get("body")?, last_seen: r.try_get("seen")? })).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+    }
+
+    #[test]
+    fn the_newest_seen_body_comes_first_even_when_it_is_an_old_revision() {
+        let dir = std::env::temp_dir().join(format!("history-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        block_on(async {
+            let db = open("h.db", &dir, Options::default()).await.unwrap();
+            let mut conn = db.pool.acquire().await.unwrap();
+            let a = record(&mut conn, "shop", b"A", 1_000).await.unwrap();
+            let b = record(&mut conn, "shop", b"B", 2_000).await.unwrap();
+            let again = record(&mut conn, "shop", b"A", 3_000).await.unwrap();
+            assert!(a.new && b.new && !again.new);
+            assert_eq!(again.id, a.id);
+            // An older observation never moves last_seen back.
+            record(&mut conn, "shop", b"A", 500).await.unwrap();
+            record(&mut conn, "other", b"C", 9_000).await.unwrap();
+            drop(conn);
+            let seen = latest(&db.pool, "shop", 5).await.unwrap();
+            let order: Vec<(&[u8], i64)> = seen.iter().map(|s| (s.body.as_slice(), s.last_seen)).collect();
+            assert_eq!(order, vec![(b"A".as_slice(), 3_000), (b"B".as_slice(), 2_000)]);
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn passwords_are_never_shown() {
+        assert_eq!(shown("postgres://u:secret@h/db"), "postgres://u@h/db");
+        assert_eq!(shown("var/x.db"), "var/x.db");
+    }
+}

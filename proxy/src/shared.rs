@@ -1,0 +1,139 @@
+//! Last good copies shared through the database (`database:` in the
+//! config), so a gateway that starts while an origin is failing serves
+//! what another gateway, or the monitor, saw last instead of passing the
+//! failure on (a 5xx for robots.txt reads to Google as "disallow all").
+//!
+//! The copies live in the `revisions` table the monitor writes
+//! (`robotsgate-history`). The database is never on the request path and
+//! never holds the gateway up: every call is bounded by [`CALL_TIMEOUT`],
+//! a failure parks the database for [`RETRY_AFTER`], and the gateway goes
+//! on with its own disk copies meanwhile.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use robotsgate_history::{Db, Options, Seen};
+
+/// The longest any database call may take before the gateway goes on without it.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the database is left alone after a failure.
+pub const RETRY_AFTER: Duration = Duration::from_secs(10);
+/// An unchanged copy's `last_seen` is moved forward at most this often
+/// per site and gateway, so a fleet polling every few seconds writes
+/// little, while a copy's age as another gateway sees it stays this close
+/// to the truth (far inside `max_staleness`, 30 days by default).
+pub const TOUCH_EVERY: Duration = Duration::from_secs(15 * 60);
+/// How many recent revisions a gateway looks through for one it can serve
+/// (the newest may be an HTML page the monitor recorded, say).
+const CANDIDATES: i64 = 5;
+
+/// The shared copies of every site.
+#[derive(Debug)]
+pub struct Shared {
+    database: String,
+    base: PathBuf,
+    link: tokio::sync::Mutex<Link>,
+    /// Per site: the hash last written and when.
+    written: Mutex<HashMap<String, (String, Instant)>>,
+}
+
+/// The connection, or when it last failed.
+#[derive(Debug, Default)]
+struct Link {
+    db: Option<Db>,
+    failed_at: Option<Instant>,
+}
+
+impl Shared {
+    /// Copies kept in `database` (a `postgres://` URL, or a SQLite path
+    /// relative to `base`). Nothing is opened until first used.
+    pub fn new(database: &str, base: PathBuf) -> Shared {
+        Shared { database: database.to_string(), base, link: Default::default(), written: Default::default() }
+    }
+
+    /// The database, if it is reachable now; opens it on first use.
+    async fn db(&self) -> Option<Db> {
+        let mut link = self.link.lock().await;
+        if let Some(db) = &link.db {
+            return Some(db.clone());
+        }
+        if link.failed_at.is_some_and(|at| at.elapsed() < RETRY_AFTER) {
+            return None;
+        }
+        let options = Options { max_connections: 2, acquire_timeout: CALL_TIMEOUT };
+        let opened =
+            tokio::time::timeout(CALL_TIMEOUT * 2, robotsgate_history::open(&self.database, &self.base, options));
+        match opened.await {
+            Ok(Ok(db)) => {
+                tracing::info!(database = %robotsgate_history::shown(&self.database), "sharing last good copies through the database");
+                link.db = Some(db.clone());
+                link.failed_at = None;
+                Some(db)
+            }
+            Ok(Err(e)) => {
+                tracing::warn!("{e}; serving from local copies, trying again in {}s", RETRY_AFTER.as_secs());
+                link.failed_at = Some(Instant::now());
+                None
+            }
+            Err(_) => {
+                tracing::warn!(database = %robotsgate_history::shown(&self.database), "the database did not answer; serving from local copies");
+                link.failed_at = Some(Instant::now());
+                None
+            }
+        }
+    }
+
+    /// Parks the database after a failed call.
+    async fn failed(&self, doing: &str, error: String) {
+        tracing::warn!("database error while {doing}: {error}; serving from local copies");
+        self.link.lock().await.failed_at = Some(Instant::now());
+    }
+
+    /// The bodies `site` served most recently, newest first, with when
+    /// each was last seen. Empty when the database cannot say.
+    pub async fn latest(&self, site: &str) -> Vec<(Vec<u8>, SystemTime)> {
+        let Some(db) = self.db().await else { return Vec::new() };
+        match tokio::time::timeout(CALL_TIMEOUT, robotsgate_history::latest(&db.pool, site, CANDIDATES)).await {
+            Ok(Ok(seen)) => seen.into_iter().map(|Seen { body, last_seen }| (body, from_millis(last_seen))).collect(),
+            Ok(Err(e)) => {
+                self.failed("reading last good copies", e.to_string()).await;
+                Vec::new()
+            }
+            Err(_) => {
+                self.failed("reading last good copies", "timed out".into()).await;
+                Vec::new()
+            }
+        }
+    }
+
+    /// Records that `site`'s origin served the good `body` at `at`, unless
+    /// this gateway wrote the same bytes less than [`TOUCH_EVERY`] ago.
+    pub async fn save(&self, site: &str, body: &[u8], at: SystemTime) {
+        let hash = robotsgate_history::body_hash(body);
+        {
+            let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+            if written.get(site).is_some_and(|(h, when)| *h == hash && when.elapsed() < TOUCH_EVERY) {
+                return;
+            }
+        }
+        let Some(db) = self.db().await else { return };
+        let millis = i64::try_from(at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()).unwrap_or(i64::MAX);
+        let write = async {
+            let mut conn = db.pool.acquire().await?;
+            robotsgate_history::record(&mut conn, site, body, millis).await
+        };
+        match tokio::time::timeout(CALL_TIMEOUT, write).await {
+            Ok(Ok(_)) => {
+                self.written.lock().unwrap_or_else(|e| e.into_inner()).insert(site.to_string(), (hash, Instant::now()));
+            }
+            Ok(Err(e)) => self.failed("keeping a good copy", e.to_string()).await,
+            Err(_) => self.failed("keeping a good copy", "timed out".into()).await,
+        }
+    }
+}
+
+fn from_millis(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}

@@ -15,7 +15,7 @@ const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n";
 
 /// A gateway for `shop.test` in front of `origin`, with its own empty
 /// state directory and, if given, the shared `database`.
-fn replica(dir: &Path, origin: SocketAddr, database: Option<&str>) -> (Proc, SocketAddr) {
+fn replica(dir: &Path, origin: SocketAddr, database: Option<&str>, fast: bool) -> (Proc, SocketAddr) {
     let (listen, admin) = (free_port(), free_port());
     let database = database.map(|d| format!("database: \"{d}\"\n")).unwrap_or_default();
     let yaml = format!(
@@ -24,6 +24,7 @@ fn replica(dir: &Path, origin: SocketAddr, database: Option<&str>) -> (Proc, Soc
   admin: 127.0.0.1:{admin}
   state_dir: state-{listen}
   refresh: 1s
+  fast_path: {fast}
 sites:
   - name: shop
     proxy:
@@ -50,7 +51,7 @@ fn a_new_replica_serves_the_fleets_copy_through_an_outage(db: Db) {
     let Some(database) = fresh_database(db, &dir) else { return };
     let origin = Origin::start();
     origin.set("/robots.txt", Reply::ok(ROBOTS));
-    let (mut a, a_addr) = replica(&dir, origin.addr, Some(&database));
+    let (mut a, a_addr) = replica(&dir, origin.addr, Some(&database), true);
     assert!(eventually(20, || serves(a_addr, "origin")), "{db:?}: replica A never learnt robots.txt");
     let stored = eventually(20, || scalar(&database, "SELECT COUNT(*) FROM revisions WHERE site = 'shop'") == 1);
     assert!(stored, "{db:?}: replica A did not share its copy");
@@ -62,17 +63,18 @@ fn a_new_replica_serves_the_fleets_copy_through_an_outage(db: Db) {
 
     // A replica without the database has nothing: the 503 passes on. That
     // is what the database is for.
-    let (_alone, alone) = replica(&dir, origin.addr, None);
+    let (_alone, alone) = replica(&dir, origin.addr, None, true);
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert_eq!(robots(alone).map(|r| r.status), Some(503), "{db:?}: a replica with no copy served something");
 
-    // B starts with an empty state_dir, during the outage: A's copy.
-    let (_b, b_addr) = replica(&dir, origin.addr, Some(&database));
-    assert!(
-        eventually(20, || serves(b_addr, "last-good")),
-        "{db:?}: replica B did not serve A's copy: {:?}",
-        robots(b_addr)
-    );
+    // B starts with an empty state_dir, during the outage: A's copy, on
+    // either path (the fast path and the pipeline each answer robots.txt).
+    let (_b_pipeline, b_pipeline) = replica(&dir, origin.addr, Some(&database), false);
+    let (_b, b_addr) = replica(&dir, origin.addr, Some(&database), true);
+    for (fast, addr) in [(true, b_addr), (false, b_pipeline)] {
+        let served = eventually(20, || serves(addr, "last-good"));
+        assert!(served, "{db:?}, fast {fast}: replica B did not serve A's copy: {:?}", robots(addr));
+    }
 
     // The origin comes back with a new file: B serves it and shares it.
     let newer = "User-agent: *\nDisallow: /new/\n";
@@ -111,9 +113,9 @@ fn a_database_that_is_down_never_stops_a_gateway() {
             held.push(s);
         }
     });
-    for port in [closed, silent_port] {
+    for (port, fast) in [(closed, true), (silent_port, true), (closed, false), (silent_port, false)] {
         let database = format!("postgres://robotsgate:x@127.0.0.1:{port}/robotsgate");
-        let (_p, addr) = replica(&dir, origin.addr, Some(&database));
+        let (_p, addr) = replica(&dir, origin.addr, Some(&database), fast);
         assert!(eventually(15, || serves(addr, "origin")), "port {port}: no robots.txt with the database down");
         let page = request(addr, "GET", "shop.test", "/page", &[]);
         assert_eq!(page.map(|r| r.text()), Some("page".to_string()), "port {port}");

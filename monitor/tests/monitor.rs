@@ -338,6 +338,42 @@ fn local_file_is_watched() {
     assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts"), 1, "the flip of /products/shoes alerts");
 }
 
+/// The daemon's own reads of a watched file are not changes: an unchanged
+/// file under `run` with a 1 h interval is fetched once in 10 s, and an
+/// editor-style save (write a temporary file, rename it over) once more.
+fn a_watched_file_is_read_once_per_change(db: Db) {
+    let dir = temp_dir(&format!("watch-quiet-{db:?}"));
+    let Some(database) = fresh_database(db, &dir) else { return };
+    let site_dir = dir.join("site");
+    std::fs::create_dir_all(&site_dir).unwrap();
+    std::fs::write(site_dir.join("robots.txt"), V1).unwrap();
+    let yaml = format!(
+        "database: \"{database}\"\nagents: [Googlebot]\nsites:\n  - name: local\n    file: site/robots.txt\n    interval: 1h\n"
+    );
+    let cfg = write_config(&dir, &yaml);
+    let mut d = daemon(&cfg);
+    let fetches = || scalar(&database, "SELECT COUNT(*) FROM fetches");
+    assert!(eventually(20, || fetches() == 1), "{db:?}: the first poll");
+    std::thread::sleep(Duration::from_secs(10));
+    assert_eq!(fetches(), 1, "{db:?}: an unchanged file was re-read");
+    std::fs::write(site_dir.join(".robots.txt.swp"), V2).unwrap();
+    std::fs::rename(site_dir.join(".robots.txt.swp"), site_dir.join("robots.txt")).unwrap();
+    assert!(eventually(10, || fetches() == 2), "{db:?}: the save was not seen");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(fetches(), 2, "{db:?}: one save, one fetch");
+    assert_eq!(d.terminate(), Some(0));
+}
+
+#[test]
+fn a_watched_file_is_read_once_per_change_on_sqlite() {
+    a_watched_file_is_read_once_per_change(Db::Sqlite);
+}
+
+#[test]
+fn a_watched_file_is_read_once_per_change_on_postgres() {
+    a_watched_file_is_read_once_per_change(Db::Postgres);
+}
+
 #[test]
 fn bad_config_names_the_file_and_line() {
     let dir = temp_dir("badcfg");

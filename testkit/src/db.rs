@@ -49,13 +49,24 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime").block_on(f)
 }
 
-/// One query's single integer, straight from the database; -1 while a
-/// SQLite file does not exist yet (the daemon has not started).
+/// One query's single integer, straight from the database; -1 while the
+/// daemon has not created it yet (no SQLite file, or no such table).
 pub fn scalar(database: &str, sql: &str) -> i64 {
     if !database.starts_with("postgres") && !Path::new(database).exists() {
         return -1;
     }
-    first_value(database, sql, |row| row.try_get::<i64, _>(0).expect("integer"))
+    let url = if database.starts_with("postgres") { database.to_string() } else { format!("sqlite://{database}") };
+    block_on(async {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&url).await.expect("connect");
+        match sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).fetch_one(&pool).await {
+            Ok(row) => row.try_get::<i64, _>(0).expect("integer"),
+            // 42P01: undefined table, before the daemon's migrations ran.
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P01") => -1,
+            Err(e) if e.to_string().contains("no such table") => -1,
+            Err(e) => panic!("{sql}: {e}"),
+        }
+    })
 }
 
 /// The first column of the first row, as text (NULL as an empty string).

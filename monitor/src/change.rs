@@ -31,17 +31,20 @@ pub fn state_key(policy: &Policy, body_hash: &str) -> String {
     }
 }
 
-/// Rebuilds a rule-less policy from its stored key, for the first change
-/// after a restart. The reason is the class's representative (a stored
-/// `disallow-all:5xx` comes back as a 500); only `allowed` matters for flips.
-pub fn policy_from_key(key: &str) -> Option<Policy> {
+/// Rebuilds a rule-less policy from its stored key and the status of the
+/// fetch that began it, for the first change after a restart (or the next
+/// `once`). Without that fetch (pruned by `fetch_retention`) the status is
+/// the class's representative (a `disallow-all:5xx` comes back as a 500);
+/// only `allowed` matters for flips, the status for what the mail says.
+pub fn policy_from_key(key: &str, status: Option<u16>) -> Option<Policy> {
     let (kind, class) = key.split_once(':')?;
+    let within = |range: std::ops::RangeInclusive<u16>, or: u16| status.filter(|s| range.contains(s)).unwrap_or(or);
     let reason = match class {
-        "4xx" => Reason::ClientError(404),
+        "4xx" => Reason::ClientError(within(400..=499, 404)),
         "redirects" => Reason::TooManyRedirects(rules::fetch::MAX_REDIRECTS + 1),
-        "5xx" => Reason::ServerError(500),
+        "5xx" => Reason::ServerError(within(500..=599, 500)),
         "429" => Reason::TooManyRequests,
-        "status" => Reason::UnexpectedStatus(0),
+        "status" => Reason::UnexpectedStatus(status.unwrap_or(0)),
         "unreachable" => Reason::Unreachable(rules::TransportError::Other),
         "fallback" => Reason::FailingWithoutCopy,
         _ => return None,

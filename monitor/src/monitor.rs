@@ -259,7 +259,9 @@ impl Monitor {
             let policy = Policy::Rules(rules::Robots::parse(&body));
             return Ok(Some(Known { key, policy, body: Some(body) }));
         }
-        Ok(change::policy_from_key(&key).map(|policy| Known { key, policy, body: None }))
+        // The status the state began with, as stored, not a stand-in.
+        let status = self.store.status_at(&site.name, state.at).await?.and_then(|s| u16::try_from(s).ok());
+        Ok(change::policy_from_key(&key, status).map(|policy| Known { key, policy, body: None }))
     }
 
     /// Sends every alert that is due; returns how many were sent. Without

@@ -262,6 +262,21 @@ impl Store {
         row.map(|r| state_row(&r)).transpose().map_err(q("reading a state"))
     }
 
+    /// The HTTP status of `site`'s fetch at `at` (Unix ms), if that fetch
+    /// is still kept and had one: what began the state recorded then.
+    pub async fn status_at(&self, site: &str, at: i64) -> Result<Option<i64>, StoreError> {
+        let row = sqlx::query("SELECT status FROM fetches WHERE site = $1 AND at = $2 ORDER BY id LIMIT 1")
+            .bind(site)
+            .bind(at)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(q("reading a fetch's status"))?;
+        row.map(|r| r.try_get::<Option<i64>, _>("status"))
+            .transpose()
+            .map(Option::flatten)
+            .map_err(q("reading a status"))
+    }
+
     /// Writes one poll: the fetch, the revision if new, and, when the state
     /// changed, the state, its verdicts and its alert, all or nothing.
     pub async fn commit(&self, rec: &PollRecord, new_state: Option<&NewState>) -> Result<Committed, StoreError> {

@@ -30,7 +30,7 @@ pub fn watch(sites: &[Site], changed: UnboundedSender<String>) -> anyhow::Result
     let files = by_file.clone();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let Ok(event) = event else { return };
-        if false && !can_change_bytes(&event.kind) {
+        if !can_change_bytes(&event.kind) {
             return;
         }
         for path in &event.paths {

@@ -61,6 +61,35 @@ fn once(cfg: &std::path::Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// 503, then 502, then 200, each poll its own `once` (as cron runs it): the
+/// recovery mail names the status the stored state began with.
+fn recovery_names_the_stored_status(db: Db) {
+    let Some(Rig { database, origin, smtp, cfg }) = rig("recovery", db) else { return };
+    origin.set("/robots.txt", Reply::ok(V1));
+    once(&cfg);
+    for status in [503, 502] {
+        origin.set("/robots.txt", Reply::status(status));
+        once(&cfg);
+    }
+    origin.set("/robots.txt", Reply::ok(V1));
+    once(&cfg);
+    let text = scalar_text(&database, "SELECT body_text FROM alerts ORDER BY id DESC LIMIT 1");
+    assert!(text.contains("503") && !text.contains("answered 500"), "{db:?}: {text}");
+    let mails = smtp.wait_for(2);
+    let last = mails.last().expect("a recovery mail");
+    assert!(last.contains("503") && !last.contains("answered 500"), "{db:?}: {last}");
+}
+
+#[test]
+fn recovery_names_the_stored_status_on_sqlite() {
+    recovery_names_the_stored_status(Db::Sqlite);
+}
+
+#[test]
+fn recovery_names_the_stored_status_on_postgres() {
+    recovery_names_the_stored_status(Db::Postgres);
+}
+
 fn status_sequence(db: Db) {
     let Some(Rig { database, origin, smtp, cfg }) = rig("status", db) else { return };
     let count = |table: &str| scalar(&database, &format!("SELECT COUNT(*) FROM {table}"));

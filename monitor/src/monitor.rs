@@ -29,12 +29,20 @@ const LEASE_MARGIN: Duration = Duration::from_secs(30);
 /// its claim behind, so this is kept short: just past the longest a send
 /// may take, after which no other monitor can still be sending it.
 const ALERT_LEASE: Duration = Duration::from_secs(crate::mail::SEND_LIMIT.as_secs() + 5);
+/// How often one poll decides again after other monitors recorded states
+/// of its site first. Leases make even one retry rare.
+const CONTENDED_TRIES: usize = 4;
 /// Most polls running at once.
 const CONCURRENT_POLLS: usize = 64;
 
-/// What crawlers obeyed at the last recorded state of a site.
+/// What crawlers obeyed at the last recorded state of a site. The
+/// database holds the truth; this is a parsed copy of one state row, used
+/// only while the site's row still points at that state.
 #[derive(Clone, Debug)]
 struct Known {
+    state_id: i64,
+    /// When the state began (Unix ms).
+    at: i64,
     key: String,
     policy: Policy,
     body: Option<Vec<u8>>,
@@ -146,7 +154,7 @@ impl Monitor {
 
     async fn poll_claimed(&self, site: &Site) -> Result<PollOutcome, StoreError> {
         let row = self.store.site(&site.name).await?;
-        let known = self.known(site, &row).await?;
+        let mut known = self.known(site, &row).await?;
         let validators = Validators { etag: row.etag.clone(), last_modified: row.last_modified.clone() };
         let mut obs = self.observe(site, &validators).await;
         if obs.not_modified {
@@ -166,46 +174,10 @@ impl Monitor {
         let body = matches!(policy, Policy::Rules(_)).then(|| outcome.body.clone());
         let hash = body.as_deref().map(body_hash).unwrap_or_default();
         let key = change::state_key(&policy, &hash);
-        let changed = known.as_ref().is_none_or(|k| k.key != key);
-
+        let at = outcome.fetched_at.duration_since(UNIX_EPOCH).map_or_else(|_| now_ms(), |d| d.as_millis() as i64);
         let agents = self.config.agents_of(site).to_vec();
         let targets = Monitor::targets(site);
         let urls: Vec<&str> = targets.iter().map(|t| t.url.as_str()).collect();
-        let flips = match (&known, changed) {
-            (Some(k), true) => rules::flips(&k.policy, &policy, &urls, &agents),
-            _ => Vec::new(),
-        };
-        let new_state = changed.then(|| {
-            let location = match site.source() {
-                Source::Url(u) => u,
-                Source::File(p) => p.display().to_string(),
-                Source::None => String::new(),
-            };
-            let alert = change::alert(&Change {
-                site: &site.name,
-                location: &location,
-                old: known.as_ref().map(|k| &k.policy),
-                new: &policy,
-                old_body: known.as_ref().and_then(|k| k.body.as_deref()),
-                new_body: body.as_deref(),
-                redirects: outcome.redirects.len(),
-                truncated: outcome.truncated,
-                flips: &flips,
-                broken: change::broken(&policy, &targets, &agents),
-            });
-            NewState {
-                key: key.clone(),
-                with_revision: body.is_some(),
-                policy: policy.label().to_string(),
-                reason: match &policy {
-                    Policy::Rules(_) => None,
-                    Policy::AllowAll(r) | Policy::DisallowAll(r) => Some(r.to_string()),
-                },
-                verdicts: change::verdicts(&policy, &targets, &agents),
-                alert,
-            }
-        });
-        let at = outcome.fetched_at.duration_since(UNIX_EPOCH).map_or_else(|_| now_ms(), |d| d.as_millis() as i64);
         let record = PollRecord {
             site: site.name.clone(),
             at,
@@ -219,49 +191,119 @@ impl Monitor {
             last_modified: obs.last_modified.clone(),
             next_poll_at: now_ms() + jittered(self.config.interval_of(site)).as_millis() as i64,
         };
-        let committed = self.store.commit(&record, new_state.as_ref()).await?;
-        if let Some(state) = &new_state
-            && let Some((subject, _, _)) = &state.alert
-        {
-            tracing::warn!(site = %site.name, %subject, flips = flips.len(), "alert queued");
+
+        // The decision is made against the state the database holds, and
+        // committed only if it still holds it; when another monitor moved
+        // the site on meanwhile, decide again against the new state.
+        for _ in 0..CONTENDED_TRIES {
+            // A state that began after this fetch is newer news than it.
+            let changed = match &known {
+                None => true,
+                Some(k) => k.key != key && k.at <= at,
+            };
+            let flips = match (&known, changed) {
+                (Some(k), true) => rules::flips(&k.policy, &policy, &urls, &agents),
+                _ => Vec::new(),
+            };
+            let new_state = changed.then(|| {
+                let location = match site.source() {
+                    Source::Url(u) => u,
+                    Source::File(p) => p.display().to_string(),
+                    Source::None => String::new(),
+                };
+                let alert = change::alert(&Change {
+                    site: &site.name,
+                    location: &location,
+                    old: known.as_ref().map(|k| &k.policy),
+                    new: &policy,
+                    old_body: known.as_ref().and_then(|k| k.body.as_deref()),
+                    new_body: body.as_deref(),
+                    redirects: outcome.redirects.len(),
+                    truncated: outcome.truncated,
+                    flips: &flips,
+                    broken: change::broken(&policy, &targets, &agents),
+                });
+                NewState {
+                    previous: known.as_ref().map(|k| k.state_id),
+                    key: key.clone(),
+                    with_revision: body.is_some(),
+                    policy: policy.label().to_string(),
+                    reason: match &policy {
+                        Policy::Rules(_) => None,
+                        Policy::AllowAll(r) | Policy::DisallowAll(r) => Some(r.to_string()),
+                    },
+                    verdicts: change::verdicts(&policy, &targets, &agents),
+                    alert,
+                }
+            });
+            let Some(committed) = self.store.commit(&record, new_state.as_ref()).await? else {
+                tracing::info!(site = %site.name, "another monitor recorded a state first; deciding again");
+                let row = self.store.site(&site.name).await?;
+                known = self.known(site, &row).await?;
+                continue;
+            };
+            if let Some(state) = &new_state
+                && let Some((subject, _, _)) = &state.alert
+            {
+                tracing::warn!(site = %site.name, %subject, flips = flips.len(), "alert queued");
+            }
+            tracing::info!(
+                site = %site.name,
+                status = ?outcome.status,
+                error = ?outcome.error,
+                policy = policy.label(),
+                changed,
+                new_revision = committed.new_revision,
+                "polled"
+            );
+            let label = policy.label();
+            if let Some(state_id) = committed.state_id {
+                let now_known = Known { state_id, at, key: key.clone(), policy: policy.clone(), body: body.clone() };
+                self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(site.name.clone(), now_known);
+            }
+            return Ok(PollOutcome {
+                site: site.name.clone(),
+                policy: label,
+                new_revision: committed.new_revision,
+                changed,
+                flips: flips.len(),
+                alerted: committed.alerted,
+            });
         }
-        tracing::info!(
-            site = %site.name,
-            status = ?outcome.status,
-            error = ?outcome.error,
-            policy = policy.label(),
-            changed,
-            new_revision = committed.new_revision,
-            "polled"
-        );
-        let label = policy.label();
-        self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(site.name.clone(), Known { key, policy, body });
-        Ok(PollOutcome {
-            site: site.name.clone(),
-            policy: label,
-            new_revision: committed.new_revision,
-            changed,
-            flips: flips.len(),
-            alerted: committed.alerted,
-        })
+        Err(StoreError::Contended(site.name.clone()))
     }
 
-    /// The last recorded state of a site: from memory, or rebuilt from the
-    /// database after a restart.
+    /// The state the database says a site is in: the parsed copy kept from
+    /// an earlier poll when the site's row still points at it, or rebuilt
+    /// from the database (after a restart, or after another monitor
+    /// recorded a change).
     async fn known(&self, site: &Site, row: &crate::store::SiteRow) -> Result<Option<Known>, StoreError> {
-        if let Some(k) = self.known.lock().unwrap_or_else(|e| e.into_inner()).get(&site.name) {
+        let (Some(state_id), Some(key)) = (row.state_id, row.state_key.clone()) else { return Ok(None) };
+        if let Some(k) = self.known.lock().unwrap_or_else(|e| e.into_inner()).get(&site.name)
+            && k.state_id == state_id
+        {
             return Ok(Some(k.clone()));
         }
-        let (Some(state_id), Some(key)) = (row.state_id, row.state_key.clone()) else { return Ok(None) };
         let Some(state) = self.store.state(state_id).await? else { return Ok(None) };
-        if let Some(rev) = state.revision_id {
+        let known = if let Some(rev) = state.revision_id {
             let body = self.store.revision_body(&site.name, rev).await?.unwrap_or_default();
             let policy = Policy::Rules(rules::Robots::parse(&body));
-            return Ok(Some(Known { key, policy, body: Some(body) }));
+            Some(Known { state_id, at: state.at, key, policy, body: Some(body) })
+        } else {
+            // The status the state began with, as stored, not a stand-in.
+            let status = self.store.status_at(&site.name, state.at).await?.and_then(|s| u16::try_from(s).ok());
+            change::policy_from_key(&key, status).map(|policy| Known {
+                state_id,
+                at: state.at,
+                key,
+                policy,
+                body: None,
+            })
+        };
+        if let Some(k) = &known {
+            self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(site.name.clone(), k.clone());
         }
-        // The status the state began with, as stored, not a stand-in.
-        let status = self.store.status_at(&site.name, state.at).await?.and_then(|s| u16::try_from(s).ok());
-        Ok(change::policy_from_key(&key, status).map(|policy| Known { key, policy, body: None }))
+        Ok(known)
     }
 
     /// Sends every alert that is due; returns how many were sent. Without

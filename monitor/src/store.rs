@@ -14,6 +14,10 @@ pub enum StoreError {
     /// The database could not be opened or migrated.
     #[error(transparent)]
     Open(#[from] robotsgate_history::OpenError),
+    /// Other monitors kept recording states of this site while this poll
+    /// tried to record its own; the site is polled again shortly.
+    #[error("site `{0}` kept changing under other monitors")]
+    Contended(String),
     /// A query failed.
     #[error("database error while {doing}: {source}")]
     Query {
@@ -128,6 +132,10 @@ pub struct PollRecord {
 /// A new state to record with its verdicts and, maybe, an alert.
 #[derive(Clone, Debug)]
 pub struct NewState {
+    /// The state it follows, as this poll read it (`None` for a site's
+    /// first). The change is recorded only if that is still the site's
+    /// current state when the transaction commits.
+    pub previous: Option<i64>,
     /// Its key (see `change::state_key`).
     pub key: String,
     /// The state is the rules of the body being recorded.
@@ -140,6 +148,20 @@ pub struct NewState {
     pub verdicts: Vec<VerdictRow>,
     /// The alert to send, if the change is worth one: (subject, text, html).
     pub alert: Option<(String, String, String)>,
+}
+
+/// A site's fetches in one UTC day.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchDay {
+    /// Days since 1970-01-01 (UTC).
+    pub day: i64,
+    /// Fetches that day.
+    pub fetches: i64,
+    /// The slowest fetch that day.
+    pub slowest_ms: i64,
+    /// Each outcome (a status such as `200`, or a transport error) and how
+    /// many fetches ended so.
+    pub outcomes: Vec<(String, i64)>,
 }
 
 /// What a committed poll produced.
@@ -279,7 +301,15 @@ impl Store {
 
     /// Writes one poll: the fetch, the revision if new, and, when the state
     /// changed, the state, its verdicts and its alert, all or nothing.
-    pub async fn commit(&self, rec: &PollRecord, new_state: Option<&NewState>) -> Result<Committed, StoreError> {
+    ///
+    /// `Ok(None)` means another monitor recorded a state of this site since
+    /// `new_state.previous` was read: nothing was written, and the caller
+    /// decides again against the state now current.
+    pub async fn commit(
+        &self,
+        rec: &PollRecord,
+        new_state: Option<&NewState>,
+    ) -> Result<Option<Committed>, StoreError> {
         let mut tx = self.pool.begin().await.map_err(q("starting a transaction"))?;
         let mut out = Committed::default();
         if let Some(body) = &rec.body {
@@ -288,26 +318,17 @@ impl Store {
             out.new_revision = recorded.new;
             out.revision_id = Some(recorded.id);
         }
-        sqlx::query(
-            "INSERT INTO fetches (site, at, status, error, latency_ms, redirects, truncated, revision_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(&rec.site)
-        .bind(rec.at)
-        .bind(rec.status)
-        .bind(rec.error.clone())
-        .bind(rec.latency_ms)
-        .bind(rec.redirects)
-        .bind(i64::from(rec.truncated))
-        .bind(out.revision_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(q("recording a fetch"))?;
+        record_fetch(&mut tx, rec, out.revision_id).await?;
 
         if let Some(state) = new_state {
             let key = state.key.clone();
             let revision_id = if state.with_revision { out.revision_id } else { None };
+            let previous = state.previous.unwrap_or(0);
+            // The unique (site, previous_id) key makes a second record of
+            // one change impossible, however the transactions interleave.
             let row = sqlx::query(
-                "INSERT INTO states (site, at, state_key, revision_id, policy, reason) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+                "INSERT INTO states (site, at, state_key, revision_id, policy, reason, previous_id) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (site, previous_id) DO NOTHING RETURNING id",
             )
             .bind(&rec.site)
             .bind(rec.at)
@@ -315,10 +336,31 @@ impl Store {
             .bind(revision_id)
             .bind(&state.policy)
             .bind(state.reason.clone())
-            .fetch_one(&mut *tx)
+            .bind(previous)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(q("recording a state"))?;
+            let Some(row) = row else {
+                tx.rollback().await.map_err(q("rolling back a poll"))?;
+                return Ok(None);
+            };
             let state_id: i64 = row.try_get("id").map_err(q("reading a state id"))?;
+            // Compare and set: the site still points at the state this
+            // change follows.
+            let moved = sqlx::query(
+                "UPDATE sites SET state_id = $1, state_key = $2 WHERE name = $3 AND COALESCE(state_id, 0) = $4",
+            )
+            .bind(state_id)
+            .bind(&key)
+            .bind(&rec.site)
+            .bind(previous)
+            .execute(&mut *tx)
+            .await
+            .map_err(q("updating a site's state"))?;
+            if moved.rows_affected() != 1 {
+                tx.rollback().await.map_err(q("rolling back a poll"))?;
+                return Ok(None);
+            }
             for v in &state.verdicts {
                 sqlx::query(
                     "INSERT INTO verdicts (state_id, url, agent, allowed, line, rule) VALUES ($1, $2, $3, $4, $5, $6)",
@@ -349,13 +391,6 @@ impl Store {
                 .map_err(q("queueing an alert"))?;
                 out.alerted = true;
             }
-            sqlx::query("UPDATE sites SET state_id = $1, state_key = $2 WHERE name = $3")
-                .bind(state_id)
-                .bind(&key)
-                .bind(&rec.site)
-                .execute(&mut *tx)
-                .await
-                .map_err(q("updating a site's state"))?;
             out.state_id = Some(state_id);
         }
         // Validators are only worth keeping from a response with a body.
@@ -372,7 +407,7 @@ impl Store {
         .await
         .map_err(q("rescheduling a site"))?;
         tx.commit().await.map_err(q("committing a poll"))?;
-        Ok(out)
+        Ok(Some(out))
     }
 
     /// Claims the oldest alert due for delivery, for `lease_ms`, so that
@@ -498,14 +533,134 @@ impl Store {
         rows.iter().map(|r| r.try_get("name")).collect::<Result<_, _>>().map_err(q("finding due sites"))
     }
 
-    /// Deletes fetch rows older than `before` (Unix ms).
+    /// Deletes fetch runs that ended before `before` (Unix ms), and the
+    /// daily counts of days wholly before it.
     pub async fn prune_fetches(&self, before: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM fetches WHERE at < $1")
+        let done = sqlx::query("DELETE FROM fetches WHERE COALESCE(last_at, at) < $1")
             .bind(before)
             .execute(&self.pool)
             .await
             .map_err(q("pruning fetches"))?;
-        Ok(done.rows_affected())
+        let days = sqlx::query("DELETE FROM fetch_days WHERE day < $1")
+            .bind(before.div_euclid(DAY_MS))
+            .execute(&self.pool)
+            .await
+            .map_err(q("pruning daily fetch counts"))?;
+        Ok(done.rows_affected() + days.rows_affected())
+    }
+
+    /// A site's fetches per UTC day since `from` (Unix ms), oldest first:
+    /// how many, which outcomes, and the slowest.
+    pub async fn fetch_days(&self, site: &str, from: i64) -> Result<Vec<FetchDay>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT day, outcome, fetches, max_latency_ms FROM fetch_days WHERE site = $1 AND day >= $2 ORDER BY day, outcome",
+        )
+        .bind(site)
+        .bind(from.div_euclid(DAY_MS))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(q("reading daily fetch counts"))?;
+        let mut days: Vec<FetchDay> = Vec::new();
+        for r in &rows {
+            let read = || -> Result<(i64, String, i64, i64), sqlx::Error> {
+                Ok((r.try_get("day")?, r.try_get("outcome")?, r.try_get("fetches")?, r.try_get("max_latency_ms")?))
+            };
+            let (day, outcome, fetches, slowest) = read().map_err(q("reading daily fetch counts"))?;
+            match days.last_mut() {
+                Some(d) if d.day == day => {
+                    d.fetches += fetches;
+                    d.slowest_ms = d.slowest_ms.max(slowest);
+                    d.outcomes.push((outcome, fetches));
+                }
+                _ => days.push(FetchDay { day, fetches, slowest_ms: slowest, outcomes: vec![(outcome, fetches)] }),
+            }
+        }
+        Ok(days)
+    }
+}
+
+/// Adds one fetch to the site's history: it lengthens the site's last run
+/// when the outcome is the same, or starts a new run; and it counts the
+/// fetch in its UTC day.
+async fn record_fetch(
+    conn: &mut sqlx::AnyConnection,
+    rec: &PollRecord,
+    revision_id: Option<i64>,
+) -> Result<(), StoreError> {
+    let last = sqlx::query(
+        "SELECT id, status, error, revision_id, redirects, truncated FROM fetches WHERE site = $1 ORDER BY id DESC LIMIT 1",
+    )
+    .bind(&rec.site)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(q("reading the last fetch"))?;
+    let same_run = |r: &AnyRow| -> Result<Option<i64>, sqlx::Error> {
+        let same = r.try_get::<Option<i64>, _>("status")? == rec.status
+            && r.try_get::<Option<String>, _>("error")? == rec.error
+            && r.try_get::<Option<i64>, _>("revision_id")? == revision_id
+            && r.try_get::<i64, _>("redirects")? == rec.redirects
+            && r.try_get::<i64, _>("truncated")? == i64::from(rec.truncated);
+        Ok(same.then_some(r.try_get("id")?))
+    };
+    let run = last.as_ref().map(same_run).transpose().map_err(q("reading the last fetch"))?.flatten();
+    match run {
+        Some(id) => {
+            sqlx::query(
+                "UPDATE fetches SET polls = polls + 1, last_at = CASE WHEN last_at < $1 THEN $1 ELSE last_at END, \
+                 max_latency_ms = CASE WHEN max_latency_ms < $2 THEN $2 ELSE max_latency_ms END WHERE id = $3",
+            )
+            .bind(rec.at)
+            .bind(rec.latency_ms)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(q("lengthening a fetch run"))?;
+        }
+        None => {
+            sqlx::query(
+                "INSERT INTO fetches (site, at, status, error, latency_ms, redirects, truncated, revision_id, last_at, polls, max_latency_ms) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $2, 1, $5)",
+            )
+            .bind(&rec.site)
+            .bind(rec.at)
+            .bind(rec.status)
+            .bind(rec.error.clone())
+            .bind(rec.latency_ms)
+            .bind(rec.redirects)
+            .bind(i64::from(rec.truncated))
+            .bind(revision_id)
+            .execute(&mut *conn)
+            .await
+            .map_err(q("recording a fetch"))?;
+        }
+    }
+    sqlx::query(
+        "INSERT INTO fetch_days (site, day, outcome, fetches, max_latency_ms) VALUES ($1, $2, $3, 1, $4) \
+         ON CONFLICT (site, day, outcome) DO UPDATE SET fetches = fetch_days.fetches + 1, \
+         max_latency_ms = CASE WHEN fetch_days.max_latency_ms < $4 THEN $4 ELSE fetch_days.max_latency_ms END",
+    )
+    .bind(&rec.site)
+    .bind(rec.at.div_euclid(DAY_MS))
+    .bind(rec.outcome())
+    .bind(rec.latency_ms)
+    .execute(&mut *conn)
+    .await
+    .map_err(q("counting a fetch in its day"))?;
+    Ok(())
+}
+
+/// One UTC day in milliseconds.
+pub const DAY_MS: i64 = 86_400_000;
+
+impl PollRecord {
+    /// How a fetch ended, as `fetch_days` groups it: the status, or the
+    /// transport error.
+    pub fn outcome(&self) -> String {
+        match (self.status, &self.error) {
+            (Some(s), _) => s.to_string(),
+            (None, Some(e)) => e.clone(),
+            (None, None) => "error".to_string(),
+        }
     }
 }
 

@@ -136,7 +136,11 @@ fn status_sequence(db: Db) {
     assert!(mails[3].contains("429"), "{}", mails[3]);
     assert!(mails[4].contains("open to crawlers") && mails[4].contains("404"), "{}", mails[4]);
 
+    // Seven polls, seven different outcomes: seven runs, and a day of seven.
     assert_eq!(count("fetches"), 7);
+    assert_eq!(scalar(&database, "SELECT CAST(SUM(polls) AS BIGINT) FROM fetches"), 7);
+    assert_eq!(scalar(&database, "SELECT CAST(SUM(fetches) AS BIGINT) FROM fetch_days"), 7);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM fetch_days"), 5, "200, 503, 502, 429, 404");
     assert_eq!(count("states"), 6);
     assert_eq!(count("alerts"), 5);
     assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL"), 0);
@@ -334,15 +338,72 @@ fn two_monitors_share_postgres_without_double_polls() {
     std::thread::sleep(Duration::from_secs(9));
     a.terminate();
     b.terminate();
-    // Consecutive fetches of one site are at least ~one interval apart
-    // (2 s minus 10% jitter), never two in one interval.
-    let too_close = scalar(
-        &database,
-        "SELECT COUNT(*) FROM fetches f JOIN fetches g ON f.site = g.site AND g.id > f.id AND g.at - f.at < 1700",
-    );
+    // Each site's unchanged file is one run of fetches. Consecutive polls
+    // are at least ~one interval apart (2 s minus 10% jitter), so a run of
+    // n polls spans at least (n - 1) x 1.7 s: never two in one interval.
+    let too_close = scalar(&database, "SELECT COUNT(*) FROM fetches WHERE (polls - 1) * 1700 > last_at - at");
     assert_eq!(too_close, 0);
-    let per_site = scalar(&database, "SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM fetches GROUP BY site) c");
+    let per_site =
+        scalar(&database, "SELECT MIN(n) FROM (SELECT CAST(SUM(polls) AS BIGINT) AS n FROM fetches GROUP BY site) c");
     assert!(per_site >= 3, "every site polled repeatedly ({per_site})");
+}
+
+/// `n` daemons on one PostgreSQL, an origin that changes, fails and
+/// recovers, and one replica killed (SIGKILL) and restarted at every
+/// change: each change is exactly one state, one alert and one mail.
+fn replicas_record_each_change_once(n: usize) {
+    let Some(Rig { database, origin, smtp, cfg }) = rig(&format!("replicas{n}"), Db::Postgres) else { return };
+    let count = |table: &str| scalar(&database, &format!("SELECT COUNT(*) FROM {table}"));
+    let phases: [Reply; 7] = [
+        Reply::ok(V1),
+        Reply::status(503),
+        Reply::ok(V2),
+        Reply::status(404),
+        Reply::ok(V1),
+        Reply::status(429),
+        Reply::ok(V2),
+    ];
+    let mut replicas: Vec<Proc> = (0..n).map(|_| daemon(&cfg)).collect();
+    for (i, reply) in phases.into_iter().enumerate() {
+        origin.set("/robots.txt", reply);
+        // Killed at once: often mid-poll, never mid-send (every earlier
+        // alert is already mailed, and this change's is not queued yet).
+        let victim = i % n;
+        replicas[victim].kill();
+        replicas[victim] = daemon(&cfg);
+        let want = i as i64 + 1;
+        // A poll cut off by the kill holds the site for its lease (2 s + 30 s).
+        assert!(eventually(60, || count("states") >= want), "phase {i}: the change was not recorded");
+        assert!(eventually(60, || smtp.mails().len() >= i), "phase {i}: the alert was not mailed");
+        // Every replica polls several times in the new state.
+        std::thread::sleep(Duration::from_secs(3));
+        assert_eq!(count("states"), want, "phase {i}: a change recorded twice");
+        assert_eq!(count("alerts"), want - 1, "phase {i}: a change alerted twice");
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    for r in &mut replicas {
+        assert_eq!(r.terminate(), Some(0));
+    }
+    assert_eq!(count("states"), 7);
+    assert_eq!(count("alerts"), 6);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL"), 0);
+    assert_eq!(smtp.mails().len(), 6, "one mail per change");
+    // The states form one chain, each following the one before.
+    let chained = scalar(
+        &database,
+        "SELECT COUNT(*) FROM states s JOIN states p ON p.id = s.previous_id AND p.site = s.site AND p.state_key <> s.state_key",
+    );
+    assert_eq!(chained, 6);
+}
+
+#[test]
+fn two_replicas_record_each_change_once() {
+    replicas_record_each_change_once(2);
+}
+
+#[test]
+fn four_replicas_record_each_change_once() {
+    replicas_record_each_change_once(4);
 }
 
 #[test]
@@ -381,7 +442,7 @@ fn a_watched_file_is_read_once_per_change(db: Db) {
     );
     let cfg = write_config(&dir, &yaml);
     let mut d = daemon(&cfg);
-    let fetches = || scalar(&database, "SELECT COUNT(*) FROM fetches");
+    let fetches = || scalar(&database, "SELECT CAST(COALESCE(SUM(polls), 0) AS BIGINT) FROM fetches");
     assert!(eventually(20, || fetches() == 1), "{db:?}: the first poll");
     std::thread::sleep(Duration::from_secs(10));
     assert_eq!(fetches(), 1, "{db:?}: an unchanged file was re-read");

@@ -7,7 +7,9 @@ ALTER TABLE fetches ADD COLUMN last_at BIGINT;
 ALTER TABLE fetches ADD COLUMN polls BIGINT NOT NULL DEFAULT 1;
 ALTER TABLE fetches ADD COLUMN max_latency_ms BIGINT;
 UPDATE fetches SET last_at = at, max_latency_ms = latency_ms;
-CREATE INDEX fetches_site_id ON fetches (site, id);
+-- The site's current run, so a poll lengthens it without looking it up.
+ALTER TABLE sites ADD COLUMN run_id BIGINT;
+ALTER TABLE sites ADD COLUMN run_key TEXT;
 
 CREATE TABLE fetch_days (
     site           TEXT NOT NULL,

@@ -55,6 +55,14 @@ enum Command {
         /// The newer revision.
         rev_b: Option<i64>,
     },
+    /// Fetches per UTC day: how many, which statuses, the slowest.
+    Fetches {
+        /// The site's name.
+        site: String,
+        /// How many days back (today included).
+        #[arg(long, default_value_t = 30)]
+        days: u32,
+    },
     /// Fetch now and print today's verdict table (records nothing).
     Test {
         /// The site's name.
@@ -124,6 +132,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             write!(stdout, "{}", report::diff(&m, &site, revs).await?)?
         }
+        Command::Fetches { site, days } => write!(stdout, "{}", report::fetches(&m, &site, days).await?)?,
         Command::Test { site } => write!(stdout, "{}", report::test(&m, &site).await?)?,
         Command::CheckConfig => {}
     }

@@ -32,6 +32,10 @@ const ALERT_LEASE: Duration = Duration::from_secs(crate::mail::SEND_LIMIT.as_sec
 /// How often one poll decides again after other monitors recorded states
 /// of its site first. Leases make even one retry rare.
 const CONTENDED_TRIES: usize = 4;
+/// How often an unchanged file's revision has its `last_seen` moved
+/// forward: what a gateway starting cold needs to pick the newest copy,
+/// without a write per poll.
+const TOUCH_EVERY_MS: i64 = 15 * 60 * 1000;
 /// Most polls running at once.
 const CONCURRENT_POLLS: usize = 64;
 
@@ -46,6 +50,10 @@ struct Known {
     key: String,
     policy: Policy,
     body: Option<Vec<u8>>,
+    /// The state's revision and its hash, when it is a file's rules.
+    revision: Option<(i64, String)>,
+    /// When this monitor last moved the revision's `last_seen` forward.
+    touched: i64,
 }
 
 /// What one poll did.
@@ -141,10 +149,10 @@ impl Monitor {
     #[tracing::instrument(skip_all, fields(site = %site.name))]
     pub async fn poll_once(&self, site: &Site, force: bool) -> Result<Option<PollOutcome>, StoreError> {
         let lease = (self.config.http.timeout + LEASE_MARGIN).as_millis() as i64;
-        if !self.store.claim(&site.name, &self.owner, now_ms(), lease, force).await? {
+        let Some(row) = self.store.claim(&site.name, &self.owner, now_ms(), lease, force).await? else {
             return Ok(None);
-        }
-        let result = self.poll_claimed(site).await;
+        };
+        let result = self.poll_claimed(site, row).await;
         if result.is_err() {
             // Try again after a short pause rather than after a full interval.
             let _ = self.store.release(&site.name, now_ms() + 30_000).await;
@@ -152,8 +160,7 @@ impl Monitor {
         result.map(Some)
     }
 
-    async fn poll_claimed(&self, site: &Site) -> Result<PollOutcome, StoreError> {
-        let row = self.store.site(&site.name).await?;
+    async fn poll_claimed(&self, site: &Site, row: crate::store::SiteRow) -> Result<PollOutcome, StoreError> {
         let mut known = self.known(site, &row).await?;
         let validators = Validators { etag: row.etag.clone(), last_modified: row.last_modified.clone() };
         let mut obs = self.observe(site, &validators).await;
@@ -178,7 +185,7 @@ impl Monitor {
         let agents = self.config.agents_of(site).to_vec();
         let targets = Monitor::targets(site);
         let urls: Vec<&str> = targets.iter().map(|t| t.url.as_str()).collect();
-        let record = PollRecord {
+        let mut record = PollRecord {
             site: site.name.clone(),
             at,
             status: outcome.status.map(i64::from),
@@ -190,6 +197,8 @@ impl Monitor {
             etag: obs.etag.clone(),
             last_modified: obs.last_modified.clone(),
             next_poll_at: now_ms() + jittered(self.config.interval_of(site)).as_millis() as i64,
+            run: row.run.clone(),
+            known_revision: None,
         };
 
         // The decision is made against the state the database holds, and
@@ -236,9 +245,16 @@ impl Monitor {
                     alert,
                 }
             });
+            // The bytes of the current state's revision need no write, but
+            // for moving its `last_seen` forward now and then.
+            record.known_revision = known.as_ref().and_then(|k| match &k.revision {
+                Some((id, h)) if body.is_some() && *h == hash && at - k.touched < TOUCH_EVERY_MS => Some(*id),
+                _ => None,
+            });
             let Some(committed) = self.store.commit(&record, new_state.as_ref()).await? else {
                 tracing::info!(site = %site.name, "another monitor recorded a state first; deciding again");
                 let row = self.store.site(&site.name).await?;
+                record.run = row.run.clone();
                 known = self.known(site, &row).await?;
                 continue;
             };
@@ -257,10 +273,26 @@ impl Monitor {
                 "polled"
             );
             let label = policy.label();
+            let mut cache = self.known.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(state_id) = committed.state_id {
-                let now_known = Known { state_id, at, key: key.clone(), policy: policy.clone(), body: body.clone() };
-                self.known.lock().unwrap_or_else(|e| e.into_inner()).insert(site.name.clone(), now_known);
+                let now_known = Known {
+                    state_id,
+                    at,
+                    key: key.clone(),
+                    policy: policy.clone(),
+                    body: body.clone(),
+                    revision: committed.revision_id.filter(|_| body.is_some()).map(|id| (id, hash.clone())),
+                    touched: at,
+                };
+                cache.insert(site.name.clone(), now_known);
+            } else if record.known_revision.is_none()
+                && body.is_some()
+                && let Some(k) = cache.get_mut(&site.name)
+                && k.revision.as_ref().is_some_and(|(_, h)| *h == hash)
+            {
+                k.touched = at;
             }
+            drop(cache);
             return Ok(PollOutcome {
                 site: site.name.clone(),
                 policy: label,
@@ -288,7 +320,8 @@ impl Monitor {
         let known = if let Some(rev) = state.revision_id {
             let body = self.store.revision_body(&site.name, rev).await?.unwrap_or_default();
             let policy = Policy::Rules(rules::Robots::parse(&body));
-            Some(Known { state_id, at: state.at, key, policy, body: Some(body) })
+            let revision = Some((rev, body_hash(&body)));
+            Some(Known { state_id, at: state.at, key, policy, body: Some(body), revision, touched: 0 })
         } else {
             // The status the state began with, as stored, not a stand-in.
             let status = self.store.status_at(&site.name, state.at).await?.and_then(|s| u16::try_from(s).ok());
@@ -298,6 +331,8 @@ impl Monitor {
                 key,
                 policy,
                 body: None,
+                revision: None,
+                touched: 0,
             })
         };
         if let Some(k) = &known {

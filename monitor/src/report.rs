@@ -99,6 +99,39 @@ pub async fn diff(m: &Monitor, site_name: &str, revs: Option<(i64, i64)>) -> any
     Ok(out)
 }
 
+/// `fetches SITE`: one line per UTC day of the last `days` with fetches:
+/// how many, each outcome with its count (worst first), and the slowest.
+pub async fn fetches(m: &Monitor, site: &str, days: u32) -> anyhow::Result<String> {
+    m.site(site).with_context(|| format!("no site named `{site}` in the config"))?;
+    let today = crate::monitor::now_ms().div_euclid(crate::store::DAY_MS);
+    let from = (today - i64::from(days.max(1)) + 1) * crate::store::DAY_MS;
+    let mut out = String::new();
+    let rows = m.store().fetch_days(site, from).await?;
+    if rows.is_empty() {
+        writeln!(out, "{site}: no fetches in the last {days} days")?;
+    }
+    for mut d in rows {
+        // Errors and 5xx first: what an operator looks for.
+        d.outcomes.sort_by_key(|(o, _)| std::cmp::Reverse(outcome_rank(o)));
+        let outcomes: Vec<String> = d.outcomes.iter().map(|(o, n)| format!("{o} x{n}")).collect();
+        let date = &when(d.day * crate::store::DAY_MS)[..10];
+        writeln!(out, "{date}  {:>6} fetches  slowest {:>6} ms  {}", d.fetches, d.slowest_ms, outcomes.join(", "))?;
+    }
+    Ok(out)
+}
+
+/// How bad an outcome is for crawling: transport errors and 5xx block it,
+/// 429 slows it, 4xx opens it, 2xx and 3xx are normal.
+fn outcome_rank(outcome: &str) -> u8 {
+    match outcome.parse::<u16>() {
+        Ok(s) if s >= 500 => 4,
+        Ok(429) => 3,
+        Ok(s) if s >= 400 => 2,
+        Ok(_) => 1,
+        Err(_) => 5,
+    }
+}
+
 /// `test SITE`: fetches now (recording nothing) and prints today's verdict
 /// for every URL and crawler.
 pub async fn test(m: &Monitor, site_name: &str) -> anyhow::Result<String> {

@@ -53,6 +53,9 @@ pub struct SiteRow {
     pub state_id: Option<i64>,
     /// Its key (see `change::state_key`).
     pub state_key: Option<String>,
+    /// The site's current run of identical fetch outcomes, and its key
+    /// (see `PollRecord::run_key`).
+    pub run: Option<(i64, String)>,
 }
 
 /// One recorded state.
@@ -127,6 +130,11 @@ pub struct PollRecord {
     pub last_modified: Option<String>,
     /// When this site is due again (Unix ms).
     pub next_poll_at: i64,
+    /// The site's run of fetch outcomes as the poll read it.
+    pub run: Option<(i64, String)>,
+    /// The body is this stored revision's, and its `last_seen` was moved
+    /// forward recently enough: nothing to write for it.
+    pub known_revision: Option<i64>,
 }
 
 /// A new state to record with its verdicts and, maybe, an alert.
@@ -175,6 +183,8 @@ pub struct Committed {
     pub state_id: Option<i64>,
     /// Whether an alert was queued.
     pub alerted: bool,
+    /// The run of fetch outcomes the fetch joined, for the next poll.
+    pub run: Option<(i64, String)>,
 }
 
 impl Store {
@@ -198,8 +208,9 @@ impl Store {
     }
 
     /// Takes the lease on `site` if it is due (or `force`) and nobody holds
-    /// it. The conditional update is atomic on both engines, so of several
-    /// monitors sharing a database exactly one wins.
+    /// it, and returns the site's row. The conditional update is atomic on
+    /// both engines, so of several monitors sharing a database exactly one
+    /// wins; the others get `None`.
     pub async fn claim(
         &self,
         site: &str,
@@ -207,21 +218,21 @@ impl Store {
         now: i64,
         lease_ms: i64,
         force: bool,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<SiteRow>, StoreError> {
         let sql = if force {
-            "UPDATE sites SET leased_until = $1, leased_by = $2 WHERE name = $3 AND leased_until <= $4"
+            "UPDATE sites SET leased_until = $1, leased_by = $2 WHERE name = $3 AND leased_until <= $4 RETURNING etag, last_modified, state_id, state_key, run_id, run_key"
         } else {
-            "UPDATE sites SET leased_until = $1, leased_by = $2 WHERE name = $3 AND leased_until <= $4 AND next_poll_at <= $4"
+            "UPDATE sites SET leased_until = $1, leased_by = $2 WHERE name = $3 AND leased_until <= $4 AND next_poll_at <= $4 RETURNING etag, last_modified, state_id, state_key, run_id, run_key"
         };
-        let done = sqlx::query(sql)
+        let row = sqlx::query(sql)
             .bind(now + lease_ms)
             .bind(owner)
             .bind(site)
             .bind(now)
-            .execute(&self.pool)
+            .fetch_optional(&self.pool)
             .await
             .map_err(q("claiming a site"))?;
-        Ok(done.rows_affected() == 1)
+        row.map(|r| site_row(&r)).transpose().map_err(q("claiming a site"))
     }
 
     /// Gives a lease back without recording a poll (the poll failed).
@@ -246,21 +257,13 @@ impl Store {
 
     /// A site's row.
     pub async fn site(&self, site: &str) -> Result<SiteRow, StoreError> {
-        let row = sqlx::query("SELECT etag, last_modified, state_id, state_key FROM sites WHERE name = $1")
-            .bind(site)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(q("reading a site"))?;
-        let Some(row) = row else { return Ok(SiteRow::default()) };
-        let read = |row: &AnyRow| -> Result<SiteRow, sqlx::Error> {
-            Ok(SiteRow {
-                etag: row.try_get("etag")?,
-                last_modified: row.try_get("last_modified")?,
-                state_id: row.try_get("state_id")?,
-                state_key: row.try_get("state_key")?,
-            })
-        };
-        read(&row).map_err(q("reading a site"))
+        let row =
+            sqlx::query("SELECT etag, last_modified, state_id, state_key, run_id, run_key FROM sites WHERE name = $1")
+                .bind(site)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(q("reading a site"))?;
+        row.map(|r| site_row(&r)).transpose().map(Option::unwrap_or_default).map_err(q("reading a site"))
     }
 
     /// A revision's body.
@@ -312,13 +315,16 @@ impl Store {
     ) -> Result<Option<Committed>, StoreError> {
         let mut tx = self.pool.begin().await.map_err(q("starting a transaction"))?;
         let mut out = Committed::default();
-        if let Some(body) = &rec.body {
+        if let Some(id) = rec.known_revision {
+            out.revision_id = Some(id);
+        } else if let Some(body) = &rec.body {
             let recorded =
                 robotsgate_history::record(&mut tx, &rec.site, body, rec.at).await.map_err(q("storing a revision"))?;
             out.new_revision = recorded.new;
             out.revision_id = Some(recorded.id);
         }
-        record_fetch(&mut tx, rec, out.revision_id).await?;
+        let run = record_fetch(&mut tx, rec, out.revision_id).await?;
+        out.run = Some(run.clone());
 
         if let Some(state) = new_state {
             let key = state.key.clone();
@@ -397,11 +403,14 @@ impl Store {
         let (etag, last_modified) =
             if rec.body.is_some() { (rec.etag.clone(), rec.last_modified.clone()) } else { (None, None) };
         sqlx::query(
-            "UPDATE sites SET next_poll_at = $1, leased_until = 0, leased_by = NULL, etag = COALESCE($2, etag), last_modified = COALESCE($3, last_modified) WHERE name = $4",
+            "UPDATE sites SET next_poll_at = $1, leased_until = 0, leased_by = NULL, etag = COALESCE($2, etag), \
+             last_modified = COALESCE($3, last_modified), run_id = $4, run_key = $5 WHERE name = $6",
         )
         .bind(rec.next_poll_at)
         .bind(etag)
         .bind(last_modified)
+        .bind(run.0)
+        .bind(run.1)
         .bind(&rec.site)
         .execute(&mut *tx)
         .await
@@ -579,47 +588,39 @@ impl Store {
     }
 }
 
-/// Adds one fetch to the site's history: it lengthens the site's last run
-/// when the outcome is the same, or starts a new run; and it counts the
-/// fetch in its UTC day.
+/// Adds one fetch to the site's history: it lengthens the site's current
+/// run when the outcome is the same, or starts a new run; and it counts the
+/// fetch in its UTC day. Returns the run (id and key) the fetch is in.
 async fn record_fetch(
     conn: &mut sqlx::AnyConnection,
     rec: &PollRecord,
     revision_id: Option<i64>,
-) -> Result<(), StoreError> {
-    let last = sqlx::query(
-        "SELECT id, status, error, revision_id, redirects, truncated FROM fetches WHERE site = $1 ORDER BY id DESC LIMIT 1",
-    )
-    .bind(&rec.site)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(q("reading the last fetch"))?;
-    let same_run = |r: &AnyRow| -> Result<Option<i64>, sqlx::Error> {
-        let same = r.try_get::<Option<i64>, _>("status")? == rec.status
-            && r.try_get::<Option<String>, _>("error")? == rec.error
-            && r.try_get::<Option<i64>, _>("revision_id")? == revision_id
-            && r.try_get::<i64, _>("redirects")? == rec.redirects
-            && r.try_get::<i64, _>("truncated")? == i64::from(rec.truncated);
-        Ok(same.then_some(r.try_get("id")?))
-    };
-    let run = last.as_ref().map(same_run).transpose().map_err(q("reading the last fetch"))?.flatten();
-    match run {
-        Some(id) => {
-            sqlx::query(
+) -> Result<(i64, String), StoreError> {
+    let key = rec.run_key(revision_id);
+    let lengthened = match &rec.run {
+        Some((id, run_key)) if *run_key == key => {
+            let done = sqlx::query(
                 "UPDATE fetches SET polls = polls + 1, last_at = CASE WHEN last_at < $1 THEN $1 ELSE last_at END, \
-                 max_latency_ms = CASE WHEN max_latency_ms < $2 THEN $2 ELSE max_latency_ms END WHERE id = $3",
+                 max_latency_ms = CASE WHEN max_latency_ms < $2 THEN $2 ELSE max_latency_ms END WHERE id = $3 AND site = $4",
             )
             .bind(rec.at)
             .bind(rec.latency_ms)
-            .bind(id)
+            .bind(*id)
+            .bind(&rec.site)
             .execute(&mut *conn)
             .await
             .map_err(q("lengthening a fetch run"))?;
+            // A run pruned away meanwhile starts afresh.
+            (done.rows_affected() == 1).then_some(*id)
         }
+        _ => None,
+    };
+    let id = match lengthened {
+        Some(id) => id,
         None => {
-            sqlx::query(
+            let row = sqlx::query(
                 "INSERT INTO fetches (site, at, status, error, latency_ms, redirects, truncated, revision_id, last_at, polls, max_latency_ms) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $2, 1, $5)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $2, 1, $5) RETURNING id",
             )
             .bind(&rec.site)
             .bind(rec.at)
@@ -629,11 +630,12 @@ async fn record_fetch(
             .bind(rec.redirects)
             .bind(i64::from(rec.truncated))
             .bind(revision_id)
-            .execute(&mut *conn)
+            .fetch_one(&mut *conn)
             .await
             .map_err(q("recording a fetch"))?;
+            row.try_get("id").map_err(q("recording a fetch"))?
         }
-    }
+    };
     sqlx::query(
         "INSERT INTO fetch_days (site, day, outcome, fetches, max_latency_ms) VALUES ($1, $2, $3, 1, $4) \
          ON CONFLICT (site, day, outcome) DO UPDATE SET fetches = fetch_days.fetches + 1, \
@@ -646,13 +648,27 @@ async fn record_fetch(
     .execute(&mut *conn)
     .await
     .map_err(q("counting a fetch in its day"))?;
-    Ok(())
+    Ok((id, key))
 }
 
 /// One UTC day in milliseconds.
 pub const DAY_MS: i64 = 86_400_000;
 
 impl PollRecord {
+    /// What makes two fetches one run: the same status, error, revision,
+    /// redirect count and truncation.
+    pub fn run_key(&self, revision_id: Option<i64>) -> String {
+        let opt = |v: Option<i64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+        format!(
+            "{}|{}|{}|{}|{}",
+            opt(self.status),
+            self.error.as_deref().unwrap_or("-"),
+            opt(revision_id),
+            self.redirects,
+            u8::from(self.truncated)
+        )
+    }
+
     /// How a fetch ended, as `fetch_days` groups it: the status, or the
     /// transport error.
     pub fn outcome(&self) -> String {
@@ -662,6 +678,18 @@ impl PollRecord {
             (None, None) => "error".to_string(),
         }
     }
+}
+
+fn site_row(row: &AnyRow) -> Result<SiteRow, sqlx::Error> {
+    let run_id: Option<i64> = row.try_get("run_id")?;
+    let run_key: Option<String> = row.try_get("run_key")?;
+    Ok(SiteRow {
+        etag: row.try_get("etag")?,
+        last_modified: row.try_get("last_modified")?,
+        state_id: row.try_get("state_id")?,
+        state_key: row.try_get("state_key")?,
+        run: run_id.zip(run_key),
+    })
 }
 
 fn state_row(r: &AnyRow) -> Result<StateRow, sqlx::Error> {

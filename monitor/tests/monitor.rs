@@ -141,6 +141,9 @@ fn status_sequence(db: Db) {
     assert_eq!(scalar(&database, "SELECT CAST(SUM(polls) AS BIGINT) FROM fetches"), 7);
     assert_eq!(scalar(&database, "SELECT CAST(SUM(fetches) AS BIGINT) FROM fetch_days"), 7);
     assert_eq!(scalar(&database, "SELECT COUNT(*) FROM fetch_days"), 5, "200, 503, 502, 429, 404");
+    let out = monitor(&cfg, &["fetches", "shop"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("7 fetches") && text.contains("502 x1, 503 x1, 429 x1, 404 x1, 200 x3"), "{text}");
     assert_eq!(count("states"), 6);
     assert_eq!(count("alerts"), 5);
     assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL"), 0);

@@ -8,6 +8,7 @@ use robotsgate_config::Expectation;
 use rules::lint::Severity;
 use rules::{Flip, Policy, Reason};
 
+use crate::excerpt;
 use crate::store::VerdictRow;
 
 /// One URL to test, with its pinned verdict if any.
@@ -169,38 +170,50 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     let subject = format!("[robotsgate] {}: {headline}", c.site);
 
     let diff = match (c.old_body, c.new_body) {
-        (Some(a), Some(b)) if a != b => Some(
-            similar::TextDiff::from_lines(&*String::from_utf8_lossy(a), &*String::from_utf8_lossy(b))
-                .unified_diff()
-                .context_radius(2)
-                .header("before", "after")
-                .to_string(),
-        ),
+        (Some(a), Some(b)) if a != b => Some(excerpt::diff(c.site, a, b)),
+        (None, Some(b)) if !excerpt::is_text(b) => Some(format!("robots.txt is {}\n", excerpt::describe_binary(b))),
         _ => None,
     };
+    // Every list and line below is cut (see `excerpt`), so that the mail
+    // stays small whatever the change.
+    let short = |s: &str| excerpt::line(s, excerpt::LINE_CHARS);
+    let (flips, more_flips) = excerpt::list(c.flips);
+    let (broken, more_broken) = excerpt::list(&c.broken);
+    let (fresh_errors, more_errors) = excerpt::list(&fresh_errors);
 
     let mut text = String::new();
     let _ = writeln!(text, "Site: {} ({})\n", c.site, c.location);
     for e in &events {
         let _ = writeln!(text, "- {e}");
     }
-    if !c.flips.is_empty() {
+    if !flips.is_empty() {
         let _ = writeln!(text, "\nVerdict flips:");
-        for f in c.flips {
-            let _ = writeln!(text, "  {}  {}\n    was {}\n    now {}", f.agent, f.url, f.old, f.new);
+        for f in flips {
+            let (agent, url, old, new) =
+                (short(&f.agent), short(&f.url), short(&f.old.to_string()), short(&f.new.to_string()));
+            let _ = writeln!(text, "  {agent}  {url}\n    was {old}\n    now {new}");
         }
     }
-    if !c.broken.is_empty() {
+    if let Some(more) = &more_flips {
+        let _ = writeln!(text, "  {more}: `robots-monitor history {}`", c.site);
+    }
+    if !broken.is_empty() {
         let _ = writeln!(text, "\nExpectations broken:");
-        for (url, agent, expect) in &c.broken {
-            let _ = writeln!(text, "  {agent}  {url}: expected {}", expectation(*expect));
+        for (url, agent, expect) in broken {
+            let _ = writeln!(text, "  {}  {}: expected {}", short(agent), short(url), expectation(*expect));
         }
+    }
+    if let Some(more) = &more_broken {
+        let _ = writeln!(text, "  {more}");
     }
     if !fresh_errors.is_empty() {
         let _ = writeln!(text, "\nLint errors:");
-        for e in &fresh_errors {
-            let _ = writeln!(text, "  {e}");
+        for e in fresh_errors {
+            let _ = writeln!(text, "  {}", short(e));
         }
+    }
+    if let Some(more) = &more_errors {
+        let _ = writeln!(text, "  {more}: `robots lint`");
     }
     if let Some(d) = &diff {
         let _ = writeln!(text, "\nChange to robots.txt:\n{d}");
@@ -212,31 +225,41 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
         let _ = write!(html, "<li>{}</li>", esc(e));
     }
     html.push_str("</ul>");
-    if !c.flips.is_empty() {
+    if !flips.is_empty() {
         html.push_str("<h3>Verdict flips</h3><table border=\"1\" cellpadding=\"4\"><tr><th>Crawler</th><th>URL</th><th>Was</th><th>Now</th></tr>");
-        for f in c.flips {
+        for f in flips {
             let _ = write!(
                 html,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&f.agent),
-                esc(&f.url),
-                esc(&f.old.to_string()),
-                esc(&f.new.to_string())
+                esc(&short(&f.agent)),
+                esc(&short(&f.url)),
+                esc(&short(&f.old.to_string())),
+                esc(&short(&f.new.to_string()))
             );
         }
         html.push_str("</table>");
     }
-    if !c.broken.is_empty() {
+    if let Some(more) = &more_flips {
+        let _ = write!(html, "<p>{}: <code>robots-monitor history {}</code></p>", esc(more), esc(c.site));
+    }
+    if !broken.is_empty() {
         html.push_str("<h3>Expectations broken</h3><ul>");
-        for (url, agent, expect) in &c.broken {
-            let _ = write!(html, "<li>{} {}: expected {}</li>", esc(agent), esc(url), expectation(*expect));
+        for (url, agent, expect) in broken {
+            let _ =
+                write!(html, "<li>{} {}: expected {}</li>", esc(&short(agent)), esc(&short(url)), expectation(*expect));
+        }
+        if let Some(more) = &more_broken {
+            let _ = write!(html, "<li>{}</li>", esc(more));
         }
         html.push_str("</ul>");
     }
     if !fresh_errors.is_empty() {
         html.push_str("<h3>Lint errors</h3><ul>");
-        for e in &fresh_errors {
-            let _ = write!(html, "<li>{}</li>", esc(e));
+        for e in fresh_errors {
+            let _ = write!(html, "<li>{}</li>", esc(&short(e)));
+        }
+        if let Some(more) = &more_errors {
+            let _ = write!(html, "<li>{}</li>", esc(more));
         }
         html.push_str("</ul>");
     }

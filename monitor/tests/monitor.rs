@@ -228,7 +228,27 @@ fn hostile_origins() {
     once(&cfg);
     assert_eq!(scalar(&database, "SELECT COUNT(*) FROM fetches WHERE truncated = 1"), 1);
     assert!(scalar(&database, "SELECT MAX(size) FROM revisions") < 600 * 1024);
-    assert!(smtp.wait_for(4).last().unwrap().contains("larger than 500 KiB"), "{:?}", smtp.mails().last());
+    let mail = smtp.wait_for(4).last().unwrap().clone();
+    assert!(mail.contains("larger than 500 KiB"), "{mail}");
+    assert!(mail.len() < 100_000, "a {} byte mail for a big file", mail.len());
+
+    // 550 KB of new rules against the 2 MB file: the diff is capped.
+    let rules: String = (0..25_000).map(|i| format!("Disallow: /p{i}/\n")).collect();
+    origin.set("/robots.txt", Reply::ok(format!("User-agent: *\nDisallow: /products/\n{rules}")));
+    once(&cfg);
+    let mail = smtp.wait_for(5).last().unwrap().clone();
+    assert!(mail.len() < 100_000, "a {} byte mail for a big diff", mail.len());
+    assert!(mail.contains("more changed lines") && mail.contains("robots-monitor diff shop"), "{}", &mail[..2000]);
+
+    // Binary garbage after a blocking line: described, not inlined.
+    let mut garbage = b"User-agent: *\nDisallow: /\n".to_vec();
+    garbage.extend((0..4000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    origin.set("/robots.txt", Reply::ok(garbage));
+    once(&cfg);
+    let mail = smtp.wait_for(6).last().unwrap().clone();
+    assert!(mail.contains("not text: 4026 bytes"), "{mail}");
+    let controls = mail.bytes().filter(|&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')).count();
+    assert!(controls < 10, "{controls} control bytes in the mail");
 
     // Bytes that are not UTF-8 are kept exactly.
     let latin1 = b"User-agent: *\nDisallow: /caf\xe9\n".to_vec();

@@ -36,7 +36,7 @@ ticks=$(getconf CLK_TCK)
 sleep 5
 size_start=$(du -sb "$work" | cut -f1)
 cpu_start=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
-fetch_count() { sqlite3 "$work/history.db" 'SELECT COUNT(*) FROM fetches' 2>/dev/null || echo 0; }
+fetch_count() { sqlite3 "$work/history.db" 'SELECT COALESCE(SUM(polls), 0) FROM fetches' 2>/dev/null || echo 0; }
 fetch_start=$(fetch_count)
 sleep $((minutes * 60))
 cpu_end=$(awk '{print $14 + $15}' "/proc/$daemon/stat")

@@ -9,13 +9,14 @@
 
 #![deny(missing_docs)]
 
+mod explain;
 pub mod telemetry;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -243,9 +244,10 @@ impl Site {
     }
 }
 
-/// A URL to test, with the verdict it must keep if one is pinned.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-#[serde(untagged)]
+/// A URL to test, with the verdict it must keep if one is pinned: a plain
+/// string, or a mapping `{ url, expect }`. Deserialised by hand rather than
+/// as an untagged enum, so that a wrong key in the mapping is named.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UrlEntry {
     /// Just the URL (or path).
     Plain(String),
@@ -256,6 +258,34 @@ pub enum UrlEntry {
         /// `allow` or `disallow`.
         expect: Expectation,
     },
+}
+
+/// The mapping form of a [`UrlEntry`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PinnedUrl {
+    url: String,
+    expect: Expectation,
+}
+
+impl<'de> Deserialize<'de> for UrlEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<UrlEntry, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = UrlEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a URL, or a mapping with `url` and `expect`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<UrlEntry, E> {
+                Ok(UrlEntry::Plain(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<UrlEntry, A::Error> {
+                let p = PinnedUrl::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(UrlEntry::Expect { url: p.url, expect: p.expect })
+            }
+        }
+        d.deserialize_any(Entry)
+    }
 }
 
 impl UrlEntry {
@@ -421,8 +451,10 @@ impl Config {
 
     /// Parses and validates YAML text; `path` only names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let config: Config = serde_saphyr::from_str(text)
-            .map_err(|e| ConfigError::Syntax { path: path.into(), message: e.to_string() })?;
+        let config: Config = serde_saphyr::from_str(text).map_err(|e| ConfigError::Syntax {
+            path: path.into(),
+            message: explain::message(&e.to_string(), path, text),
+        })?;
         config.validate(path)?;
         Ok(config)
     }
@@ -555,13 +587,22 @@ mod tests {
         let e = parse("sites: []\nbogus: 1\n").unwrap_err().to_string();
         assert!(e.starts_with("test.yaml:") && e.contains("bogus") && e.contains('2'), "{e}");
         let e = parse("sites: []\nsites: []\n").unwrap_err().to_string();
-        assert!(e.contains("test.yaml") && e.to_lowercase().contains("duplicate"), "{e}");
+        assert!(e.contains("test.yaml") && e.contains("given twice"), "{e}");
         let e = parse("interval: 5\nsites: []\n").unwrap_err().to_string();
         assert!(e.contains("test.yaml"), "{e}");
         let e = parse("sites:\n  - name: a\n    url: /robots.txt\n").unwrap_err().to_string();
         assert!(e.contains("sites[0].url") && e.contains("absolute"), "{e}");
         let e = parse("sites:\n  - name: a\n").unwrap_err().to_string();
         assert!(e.contains("sites[0].url"), "{e}");
+        let e = parse(
+            "sites:\n  - name: a\n    file: x\n    url_sets:\n      main:\n        - { url: /x, expekt: allow }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 6") && e.contains("unknown key `expekt`; did you mean `expect`?"), "{e}");
+        assert!(!e.contains("untagged") && e.contains("--> test.yaml:6:"), "{e}");
+        let e = parse("sites: []\ninterval: 1m\ninterval: 2m\n").unwrap_err().to_string();
+        assert!(e.contains("line 3") && e.contains("key `interval` is given twice") && !e.contains("Policy"), "{e}");
         let e = parse("sites:\n  - {name: a, file: x}\n  - {name: a, file: y}\n").unwrap_err().to_string();
         assert!(e.contains("sites[1].name"), "{e}");
     }

@@ -107,6 +107,11 @@ pub async fn open(database: &str, base: &Path, options: Options) -> Result<Db, O
         .min_connections(0)
         .idle_timeout(Some(std::time::Duration::from_secs(60)))
         .acquire_timeout(options.acquire_timeout)
+        // A wait of a second or two for a connection is normal under load
+        // (SQLite has one writer); sqlx warns after 2 s, which at 10,000
+        // sites flooded the log. A wait this long means the database
+        // cannot keep up, which an operator must act on.
+        .acquire_slow_threshold(options.acquire_timeout / 3)
         .after_connect(move |conn, _| {
             Box::pin(async move {
                 if backend == Backend::Sqlite {

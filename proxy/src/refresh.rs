@@ -140,15 +140,29 @@ impl Refresher {
             tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
         }
         let age = now.duration_since(good_at).unwrap_or_default();
-        let served = self.serve_good(site, Bytes::from(body), good_at, Origin::LastGood);
+        let served = self.serve_good(site, Bytes::from(body), None, good_at, Origin::LastGood);
         self.store.set(&site.name, State::Serve(Arc::new(served)));
         tracing::info!(site = %site.name, age_secs = age.as_secs(), "took the last good robots.txt from the database");
     }
 
     /// A servable copy of `body` for `site`.
     fn served(&self, site: &str, body: Bytes, source: Origin, good_at: SystemTime) -> Served {
+        self.served_parsed(site, body, None, source, good_at)
+    }
+
+    /// [`Refresher::served`] for a body already compiled as `robots`, so a
+    /// refresh parses the origin's file once.
+    fn served_parsed(
+        &self,
+        site: &str,
+        body: Bytes,
+        robots: Option<rules::Robots>,
+        source: Origin,
+        good_at: SystemTime,
+    ) -> Served {
         let counter = self.metrics.robots_served.with_label_values(&[site, source.as_str()]);
-        Served::new(body, source, good_at, self.interval, counter)
+        let robots = robots.unwrap_or_else(|| rules::Robots::parse(&body));
+        Served::new(body, robots, source, good_at, self.interval, counter)
     }
 
     /// Loads the disk copies, so a restart during an outage serves them
@@ -165,7 +179,7 @@ impl Refresher {
             if let Some((body, good_at)) = self.store.restore(&site.name) {
                 let age = SystemTime::now().duration_since(good_at).unwrap_or_default();
                 if age <= self.max_staleness {
-                    let served = self.serve_good(site, Bytes::from(body), good_at, Origin::LastGood);
+                    let served = self.serve_good(site, Bytes::from(body), None, good_at, Origin::LastGood);
                     self.store.set(&site.name, State::Serve(Arc::new(served)));
                     tracing::info!(site = %site.name, age_secs = age.as_secs(), "restored last-known-good robots.txt from disk");
                 }
@@ -202,11 +216,12 @@ impl Refresher {
             last_fetch: now.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_secs()),
             ..Health::clone(&self.store.health(&site.name))
         };
-        let policy = Policy::from_fetch(outcome);
-        // Linted once: the findings both reject HTML pages and fill /status.
-        let findings = if matches!(policy, Policy::Rules(_)) { rules::lint(&outcome.body) } else { Vec::new() };
+        // One parse compiles the file and lints it: the findings both
+        // reject HTML pages and fill /status, and the compiled rules are
+        // served as they are unless managed groups are added.
+        let (policy, findings) = Policy::from_fetch_linted(outcome);
         let label = match policy {
-            Policy::Rules(_) => match unusable(outcome, &findings) {
+            Policy::Rules(robots) => match unusable(outcome, &findings) {
                 None => {
                     let body = Bytes::from(outcome.body.clone());
                     health.lint = (
@@ -219,7 +234,7 @@ impl Refresher {
                             tracing::warn!(site = %site.name, agents = ?health.contested, "the origin's robots.txt names agents the managed groups name too; Google merges them, so the origin's rules can outweigh the managed ones");
                         }
                     }
-                    let served = self.serve_good(site, body, now, Origin::Origin);
+                    let served = self.serve_good(site, body, Some(robots), now, Origin::Origin);
                     if let Err(e) = self.store.persist(&site.name, &outcome.body, now) {
                         tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
                     }
@@ -271,7 +286,8 @@ impl Refresher {
         match &*current {
             State::Serve(served) if served.age() <= self.max_staleness => {
                 if served.source != Origin::LastGood {
-                    let kept = self.served(&site.name, served.body.clone(), Origin::LastGood, served.good_at);
+                    let (body, robots) = (served.body.clone(), Some(served.robots.clone()));
+                    let kept = self.served_parsed(&site.name, body, robots, Origin::LastGood, served.good_at);
                     self.store.set(&site.name, State::Serve(Arc::new(kept)));
                 }
                 tracing::warn!(site = %site.name, reason = why, age_secs = served.age().as_secs(), "origin robots.txt unusable; serving last-known-good");
@@ -289,7 +305,14 @@ impl Refresher {
 
     /// The served form of a good origin body: as is, or with the managed
     /// groups appended.
-    fn serve_good(&self, site: &SiteRobots, body: Bytes, good_at: SystemTime, source: Origin) -> Served {
+    fn serve_good(
+        &self,
+        site: &SiteRobots,
+        body: Bytes,
+        robots: Option<rules::Robots>,
+        good_at: SystemTime,
+        source: Origin,
+    ) -> Served {
         match &site.proxy.managed_groups {
             Some(groups) => match merge_managed(&body, groups) {
                 Some(merged) => self.served(
@@ -300,10 +323,10 @@ impl Refresher {
                 ),
                 None => {
                     tracing::error!(site = %site.name, "managed groups would push robots.txt past 500 KiB; serving the origin's file alone");
-                    self.served(&site.name, body, source, good_at)
+                    self.served_parsed(&site.name, body, robots, source, good_at)
                 }
             },
-            None => self.served(&site.name, body, source, good_at),
+            None => self.served_parsed(&site.name, body, robots, source, good_at),
         }
     }
 

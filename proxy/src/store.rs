@@ -109,9 +109,17 @@ pub fn etag_of(body: &[u8]) -> String {
 }
 
 impl Served {
-    /// Compiles `body` for serving and prepares its response header.
-    /// `counter` is the `robots_served` counter for this site and source.
-    pub fn new(body: Bytes, source: Origin, good_at: SystemTime, max_age: Duration, counter: IntCounter) -> Served {
+    /// Prepares `body`, compiled as `robots`, for serving: its response
+    /// header and wire bytes. `counter` is the `robots_served` counter for
+    /// this site and source.
+    pub fn new(
+        body: Bytes,
+        robots: Robots,
+        source: Origin,
+        good_at: SystemTime,
+        max_age: Duration,
+        counter: IntCounter,
+    ) -> Served {
         let etag = etag_of(&body);
         let head = response_head(200, &etag, source, max_age, body.len());
         let (mut wire, mut wire_304) = (b"HTTP/1.1 200 OK\r\n".to_vec(), b"HTTP/1.1 304 Not Modified\r\n".to_vec());
@@ -123,7 +131,7 @@ impl Served {
             }
         }
         let (wire, wire_304) = (Bytes::from(wire), Bytes::from(wire_304));
-        Served { robots: Robots::parse(&body), etag, body, source, good_at, head, wire, wire_304, served: counter }
+        Served { robots, etag, body, source, good_at, head, wire, wire_304, served: counter }
     }
 
     /// Whether an `If-None-Match` value names this copy.

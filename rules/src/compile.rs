@@ -300,6 +300,20 @@ fn index_html_directory(pattern: &[u8]) -> Option<&[u8]> {
 
 /// Parses and compiles `body`.
 pub(crate) fn compile(body: &[u8]) -> Compiled {
+    let mut b = builder(body);
+    parse::parse(body, &mut b);
+    b.finish()
+}
+
+/// [`compile`] and [`crate::lint()`] in one parse.
+pub(crate) fn compile_linted(body: &[u8]) -> (Compiled, Vec<crate::Diagnostic>) {
+    let mut b = builder(body);
+    let findings = crate::lint::lint_alongside(body, &mut b);
+    (b.finish(), findings)
+}
+
+/// A builder sized for `body`.
+fn builder(body: &[u8]) -> Builder {
     // The arena holds the values of the file's lines (patterns, agent
     // tokens, sitemaps): rarely more bytes than the file has, so sized to
     // the file it is not regrown on the way, and one shrink at the end
@@ -308,8 +322,5 @@ pub(crate) fn compile(body: &[u8]) -> Compiled {
     let body_len = body.len().min(parse::MAX_FILE_BYTES);
     // Likewise the rules, which the builder drops when it is done: a rule
     // line is rarely under 16 bytes.
-    let mut b =
-        Builder { arena: Vec::with_capacity(body_len), rules: Vec::with_capacity(body_len / 16), ..Builder::default() };
-    parse::parse(body, &mut b);
-    b.finish()
+    Builder { arena: Vec::with_capacity(body_len), rules: Vec::with_capacity(body_len / 16), ..Builder::default() }
 }

@@ -155,9 +155,17 @@ impl fmt::Display for Diagnostic {
 /// assert_eq!(codes, vec![Code::AgentTruncated, Code::Typo]);
 /// ```
 pub fn lint(body: &[u8]) -> Vec<Diagnostic> {
+    struct Nobody;
+    impl Handler for Nobody {}
+    lint_alongside(body, &mut Nobody)
+}
+
+/// [`lint`], while `other` reads the same parse: one pass over the bytes
+/// for both (see [`crate::Robots::parse_linted`]).
+pub(crate) fn lint_alongside<H: Handler + ?Sized>(body: &[u8], other: &mut H) -> Vec<Diagnostic> {
     let mut l = Linter::default();
     whole_file_checks(body, &mut l.out);
-    parse::parse(body, &mut l);
+    parse::parse(body, &mut parse::Both(other, &mut l));
     l.finish(body);
     l.out.sort_by_key(|d| (d.line, d.column));
     l.out

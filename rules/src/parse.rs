@@ -91,6 +91,24 @@ pub trait Handler {
     fn directive(&mut self, _d: &Directive<'_>) {}
 }
 
+/// Two handlers fed by one parse, each event to the first, then the
+/// second: how a body is compiled and linted in one pass over its bytes.
+#[derive(Debug)]
+pub struct Both<'a, A: ?Sized, B: ?Sized>(pub &'a mut A, pub &'a mut B);
+
+impl<A: Handler + ?Sized, B: Handler + ?Sized> Handler for Both<'_, A, B> {
+    #[inline]
+    fn line(&mut self, line: u32, raw: &[u8], meta: &LineMeta) {
+        self.0.line(line, raw, meta);
+        self.1.line(line, raw, meta);
+    }
+    #[inline]
+    fn directive(&mut self, d: &Directive<'_>) {
+        self.0.directive(d);
+        self.1.directive(d);
+    }
+}
+
 /// Parses `body` and feeds the events to `handler`.
 ///
 /// Applies every byte-level rule Google applies: content past

@@ -95,18 +95,35 @@ impl Policy {
     /// - 4xx other than 429: allow all;
     /// - 429, 5xx, other statuses and transport errors: disallow all.
     pub fn from_fetch(outcome: &FetchOutcome) -> Policy {
-        if outcome.redirects.len() > MAX_REDIRECTS {
-            return Policy::AllowAll(Reason::TooManyRedirects(outcome.redirects.len()));
+        Policy::from_fetch_shape(outcome).unwrap_or_else(|| Policy::Rules(Robots::parse(&outcome.body)))
+    }
+
+    /// [`Policy::from_fetch`], with the lint of the body when it is a file
+    /// of rules (empty otherwise), from the same single parse.
+    pub fn from_fetch_linted(outcome: &FetchOutcome) -> (Policy, Vec<crate::Diagnostic>) {
+        match Policy::from_fetch_shape(outcome) {
+            Some(p) => (p, Vec::new()),
+            None => {
+                let (robots, findings) = Robots::parse_linted(&outcome.body);
+                (Policy::Rules(robots), findings)
+            }
         }
-        match (outcome.status, outcome.error) {
-            (Some(200..=299), _) => Policy::Rules(Robots::parse(&outcome.body)),
+    }
+
+    /// The policy of a fetch that is not a file of rules; `None` when it is.
+    fn from_fetch_shape(outcome: &FetchOutcome) -> Option<Policy> {
+        if outcome.redirects.len() > MAX_REDIRECTS {
+            return Some(Policy::AllowAll(Reason::TooManyRedirects(outcome.redirects.len())));
+        }
+        Some(match (outcome.status, outcome.error) {
+            (Some(200..=299), _) => return None,
             (Some(s @ 300..=399), _) => Policy::AllowAll(Reason::UnfollowedRedirect(s)),
             (Some(429), _) => Policy::DisallowAll(Reason::TooManyRequests),
             (Some(s @ 400..=499), _) => Policy::AllowAll(Reason::ClientError(s)),
             (Some(s @ 500..=599), _) => Policy::DisallowAll(Reason::ServerError(s)),
             (Some(s), _) => Policy::DisallowAll(Reason::UnexpectedStatus(s)),
             (None, e) => Policy::DisallowAll(Reason::Unreachable(e.unwrap_or(TransportError::Other))),
-        }
+        })
     }
 
     /// The verdict for the crawler `agent` (a product token) fetching

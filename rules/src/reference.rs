@@ -9,7 +9,42 @@
 //! allocates; use [`crate::Robots`] for real work.
 
 use crate::parse::{self, Directive, Handler, KeyKind};
-use crate::target::path_of;
+
+/// The path, params and query of `url` by Google's steps as written: four
+/// searches (for the first of `/?;`, for `://`, for the first `/?;` after
+/// the authority, and for `#`), then the path as the matcher receives it,
+/// a C string, so that only the bytes before a NUL count. The engine's
+/// [`crate::target::path_of`] finds the same in one pass, and is tested
+/// against this.
+pub fn path_by_searches(url: &[u8]) -> Vec<u8> {
+    fn find_any(hay: &[u8], from: usize) -> Option<usize> {
+        hay.get(from..)?.iter().position(|b| b"/?;".contains(b)).map(|i| i + from)
+    }
+    fn find_sub(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+        hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|i| i + from)
+    }
+    let search_start = if url.starts_with(b"//") { 2 } else { 0 };
+    let early_path = find_any(url, search_start);
+    let mut authority = find_sub(url, search_start, b"://");
+    if let (Some(p), Some(a)) = (early_path, authority)
+        && p < a
+    {
+        authority = None;
+    }
+    let authority_start = authority.map_or(search_start, |a| a + 3);
+    let Some(path_start) = find_any(url, authority_start) else { return b"/".to_vec() };
+    let hash = find_sub(url, search_start, b"#");
+    if hash.is_some_and(|h| h < path_start) {
+        return b"/".to_vec();
+    }
+    let path = &url[path_start..hash.unwrap_or(url.len())];
+    let path = if path[0] == b'/' { path.to_vec() } else { [b"/", path].concat() };
+    // `c_str()`: the matcher stops at the first NUL.
+    match path.iter().position(|&b| b == 0) {
+        Some(nul) => path[..nul].to_vec(),
+        None => path,
+    }
+}
 
 /// Whether `pattern` matches `path`, by tracking every position in `path`
 /// that the pattern read so far can end at.
@@ -144,7 +179,7 @@ impl Streaming<'_> {
 /// assert_eq!(check(b"User-agent: *\nDisallow: /x\n", b"bot", b"http://a/x/y"), (false, 2));
 /// ```
 pub fn check(body: &[u8], agent: &[u8], url: &[u8]) -> (bool, u32) {
-    let path = path_of(url);
+    let path = path_by_searches(url);
     let mut s = Streaming {
         agent,
         path: &path,

@@ -48,6 +48,14 @@ impl Robots {
         Robots { inner: Arc::new(compile(body)), source_len: body.len() }
     }
 
+    /// [`Robots::parse`] and [`crate::lint()`] of the same body in one pass
+    /// over its bytes: what a gateway or monitor that serves and reports
+    /// on a file needs, at the cost of one parse.
+    pub fn parse_linted(body: &[u8]) -> (Robots, Vec<crate::Diagnostic>) {
+        let (compiled, findings) = crate::compile::compile_linted(body);
+        (Robots { inner: Arc::new(compiled), source_len: body.len() }, findings)
+    }
+
     /// Whether `agent` may fetch `url`. See [`Robots::check`].
     #[inline]
     pub fn is_allowed(&self, agent: &str, url: &str) -> bool {

@@ -40,6 +40,54 @@ fn inputs() -> Vec<Input> {
         .collect()
 }
 
+/// Files of the shape real shops have: many wildcard and `$` rules, more
+/// than 8 agent lines; the crawler falls to `*`.
+fn shaped() -> Vec<Input> {
+    use corpus::Shape;
+    [
+        ("small", Shape { rules: 23, wild_pct: 15, dollar_pct: 7, agent_lines: 7 }),
+        ("medium", Shape { rules: 990, wild_pct: 17, dollar_pct: 7, agent_lines: 12 }),
+        ("large", Shape { rules: 15_926, wild_pct: 19, dollar_pct: 7, agent_lines: 16 }),
+    ]
+    .into_iter()
+    .map(|(name, shape)| {
+        let body = corpus::shop(shape, 17);
+        let urls = corpus::urls(&body, 10_000, 23);
+        let paths = urls
+            .iter()
+            .map(|u| String::from_utf8(rules::target::path_of(u.as_bytes()).into_owned()).unwrap_or_default())
+            .collect();
+        Input { name, body, urls, paths }
+    })
+    .collect()
+}
+
+/// `is_allowed(agent, url)` on every call, on shop-shaped files, with the
+/// peers in the same run.
+fn shaped_check(c: &mut Criterion) {
+    let mut group = c.benchmark_group("shaped");
+    group.throughput(Throughput::Elements(1));
+    for input in shaped() {
+        eprintln!("shaped {}: {} bytes, {} lines", input.name, input.body.len(), input.body.lines().count());
+        let ours = rules::Robots::parse(input.body.as_bytes());
+        let mut i = 0;
+        group.bench_function(BenchmarkId::new("robotsgate", input.name), |b| {
+            b.iter(|| ours.is_allowed(black_box(AGENT), black_box(cycle(&input.urls, &mut i))))
+        });
+        if let Ok(theirs) = texting_robots::Robot::new(AGENT, input.body.as_bytes()) {
+            group.bench_function(BenchmarkId::new("texting_robots", input.name), |b| {
+                b.iter(|| theirs.allowed(black_box(cycle(&input.urls, &mut i))))
+            });
+        }
+        let theirs = robotxt::Robots::parse(input.body.as_bytes(), AGENT);
+        group.bench_function(BenchmarkId::new("robotxt", input.name), |b| {
+            // Given pre-extracted paths, which is all its API takes.
+            b.iter(|| black_box(theirs.is_allowed(cycle(&input.paths, &mut i))))
+        });
+    }
+    group.finish();
+}
+
 fn cycle<'a>(items: &'a [String], i: &mut usize) -> &'a str {
     *i += 1;
     if *i == items.len() {
@@ -184,5 +232,5 @@ fn retest(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, check, parse, worst_case, realworld, retest);
+criterion_group!(benches, check, shaped_check, parse, worst_case, realworld, retest);
 criterion_main!(benches);

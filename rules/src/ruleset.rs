@@ -12,7 +12,10 @@
 //! - Rules that start with `*` or `/*` say nothing with their literal, and
 //!   real files have hundreds of them. Each is keyed by a short gram it
 //!   requires, and a check slides over the path once, looking up the grams
-//!   that occur ([`grams`]).
+//!   that occur ([`grams`]). So are rules with a literal, then a `*`, then
+//!   a segment of three bytes or more (`/products/*/print`): shop files
+//!   have hundreds of them under one literal, which would make its bucket
+//!   a linear scan.
 //!
 //! Both indexes are built in time linear in the rules; building them used
 //! to cost more than reading the file, when the literals were sorted.
@@ -32,6 +35,9 @@ use crate::pattern::{Shape, classify_at, matches_after_literal};
 use grams::GramIndex;
 use literals::LiteralIndex;
 
+/// Shortest segment after a wildcard that keys a rule with a literal
+/// prefix in the gram index rather than under its literal.
+const KEYED_SEGMENT_MIN: usize = 3;
 /// Up to this many literal rules, a set is scanned in precedence order.
 const LINEAR_MAX: usize = 16;
 /// Up to this many wildcard rules, a linear scan in precedence order beats
@@ -116,9 +122,21 @@ impl Rule {
     fn literal<'a>(&self, arena: &'a [u8]) -> &'a [u8] {
         &arena[self.start as usize..self.start as usize + usize::from(self.lit)]
     }
-    /// Starts with `*` or `/*` and has more after it.
-    fn is_leading_wild(&self) -> bool {
-        self.shape() == Shape::Wild && self.lit <= 1
+    /// Belongs in the gram index: it starts with a wildcard, or it has one
+    /// after its literal and, after that, a literal segment of at least
+    /// [`KEYED_SEGMENT_MIN`] bytes that every path it matches must contain.
+    /// Shop files hold hundreds of rules like `/products/*/print` under
+    /// one literal: bucketed by that literal, a check would try them all.
+    fn is_gram_keyed(&self, arena: &[u8]) -> bool {
+        if self.shape() != Shape::Wild {
+            return false;
+        }
+        if self.lit <= 1 {
+            return true;
+        }
+        let rest = &self.pattern(arena)[usize::from(self.lit)..];
+        let rest = rest.strip_suffix(b"$").unwrap_or(rest);
+        rest.split(|b| *b == b'*').any(|s| s.len() >= KEYED_SEGMENT_MIN)
     }
     /// The whole match, literal included.
     #[inline(always)]
@@ -274,8 +292,8 @@ pub(crate) struct RuleSet {
     rules: Span,
     /// Boxed: small sets, the most common, have none and stay small.
     literal_index: Option<Box<LiteralIndex>>,
-    /// Rules starting with `*` or `/*`: in precedence order, or in gram
-    /// buckets when `gram_index` is built.
+    /// Rules keyed by a gram (see [`Rule::is_gram_keyed`]): in precedence
+    /// order, or in gram buckets when `gram_index` is built.
     wild: Span,
     gram_index: Option<Box<GramIndex>>,
     empty: Span,
@@ -305,7 +323,7 @@ impl Tables {
             self.rules.extend_from_slice(part);
         }
         let set = &mut self.rules[first..];
-        let split = partition(set, |r| !r.is_leading_wild());
+        let split = partition(set, |r| !r.is_gram_keyed(arena));
         let (plain, wild) = set.split_at_mut(split);
         let literal_index = if plain.len() <= LINEAR_MAX {
             order_small(plain);

@@ -111,3 +111,95 @@ pub fn urls(robots: &str, count: usize, seed: u64) -> Vec<String> {
     }
     out
 }
+
+/// The shape of a generated file: how many rules, what share of them hold
+/// a `*` and a `$` (in percent), and how many `User-agent` lines.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub rules: usize,
+    pub wild_pct: usize,
+    pub dollar_pct: usize,
+    pub agent_lines: usize,
+}
+
+const CRAWLERS: &[&str] = &[
+    "Googlebot",
+    "Bingbot",
+    "AdsBot-Google",
+    "Googlebot-Image",
+    "GPTBot",
+    "CCBot",
+    "ClaudeBot",
+    "Applebot",
+    "YandexBot",
+    "Baiduspider",
+    "DuckDuckBot",
+    "facebookexternalhit",
+    "AhrefsBot",
+    "SemrushBot",
+    "MJ12bot",
+    "PetalBot",
+    "Bytespider",
+    "Amazonbot",
+    "PerplexityBot",
+    "DotBot",
+];
+
+/// A shop-like robots.txt of the given shape: `agent_lines - 1` named
+/// crawlers in small groups (some sharing a group), then a `*` group that
+/// holds most rules. Rules with `*` are spread over the path (after a
+/// section, in a query, before an extension); rules with `$` end exact
+/// paths and extensions.
+pub fn shop(shape: Shape, seed: u64) -> String {
+    let mut rng = Rng::new(seed);
+    let mut out = String::from("# generated shop-like robots.txt\n\n");
+    let named = shape.agent_lines.saturating_sub(1);
+    let mut n = 0usize;
+    let mut rule = |rng: &mut Rng, n: usize| -> String {
+        let section = rng.pick(SECTIONS);
+        let word = rng.pick(WORDS);
+        let roll = rng.below(100);
+        let p = if roll < shape.wild_pct {
+            match rng.below(5) {
+                0 => format!("/*?{}=", rng.pick(PARAMS)),
+                1 => format!("/{section}/*/{word}-{}", n % 97),
+                2 => format!("/*{word}-{}*", n % 113),
+                3 => format!("/{section}/*.{}", rng.pick(EXTS)),
+                _ => format!("/*/{word}/{}/", n % 89),
+            }
+        } else if roll < shape.wild_pct + shape.dollar_pct {
+            match rng.below(2) {
+                0 => format!("/{section}/{word}-{n}$"),
+                _ => format!("/{section}/{word}{n}.{}$", rng.pick(EXTS)),
+            }
+        } else {
+            match rng.below(3) {
+                0 => format!("/{section}/{word}-{n}/"),
+                1 => format!("/{section}/{word}/{n}"),
+                _ => format!("/{section}-{n}/{word}"),
+            }
+        };
+        format!("{}: {p}\n", if rng.below(5) == 0 { "Allow" } else { "Disallow" })
+    };
+    let mut i = 0;
+    while i < named {
+        // Every third group names two crawlers.
+        let together = if i % 3 == 2 && i + 1 < named { 2 } else { 1 };
+        for k in 0..together {
+            out.push_str(&format!("User-agent: {}\n", CRAWLERS[(i + k) % CRAWLERS.len()]));
+        }
+        i += together;
+        for _ in 0..(shape.rules / 40).clamp(1, 30) {
+            n += 1;
+            out.push_str(&rule(&mut rng, n));
+        }
+        out.push('\n');
+    }
+    out.push_str("User-agent: *\n");
+    while n < shape.rules {
+        n += 1;
+        out.push_str(&rule(&mut rng, n));
+    }
+    out.push_str("\nSitemap: https://www.example.com/sitemap.xml\n");
+    out
+}

@@ -1,8 +1,12 @@
 //! The index of a large set's rules that start with `*` or `/*`
-//! (`/*?sessionid=`, `*.pdf$`): their leading literal, `/` or nothing,
-//! prefixes every path, so it cannot narrow them down. Instead each rule is keyed by a gram, up to
-//! four bytes, that every path it matches must contain: of all the grams
-//! in its literal segments, the one fewest other rules of the set share.
+//! (`/*?sessionid=`, `*.pdf$`), and of those with a `*` after their literal
+//! and a segment after that (`/products/*/print`): the leading literal of
+//! the first prefixes every path, and that of the second is shared by
+//! hundreds of rules in shop files, so neither narrows them down. Instead
+//! each rule is keyed by a gram, up to four bytes, that every path it
+//! matches must contain: of all the grams in the segments after its
+//! literal, the one fewest other rules of the set share. A candidate is
+//! matched in full, literal included.
 //!
 //! A check slides over the path once. At each position it tests the grams
 //! of the widths in use against a bit filter, and only for grams that pass

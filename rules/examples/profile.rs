@@ -1,5 +1,8 @@
 //! Runs checks against a generated file in a loop, for profilers:
 //! `cargo run --release -p rules --example profile -- medium 2000000`.
+//! Sizes `small`, `medium`, `large` are the benchmark's files;
+//! `shop-small`, `shop-medium`, `shop-large` its shop-shaped ones (many
+//! wildcard and `$` rules, 7 to 16 agent lines).
 
 #[path = "../benches/support/corpus.rs"]
 mod corpus;
@@ -8,12 +11,16 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let size = args.next().unwrap_or_else(|| "medium".into());
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
-    let rules = match size.as_str() {
-        "small" => 20,
-        "large" => 16_000,
-        _ => 1_000,
+    let shop =
+        |rules, wild_pct, agent_lines| corpus::shop(corpus::Shape { rules, wild_pct, dollar_pct: 7, agent_lines }, 17);
+    let body = match size.as_str() {
+        "small" => corpus::robots_txt(20, 7),
+        "large" => corpus::robots_txt(16_000, 7),
+        "shop-small" => shop(23, 15, 7),
+        "shop-medium" => shop(990, 17, 12),
+        "shop-large" => shop(15_926, 19, 16),
+        _ => corpus::robots_txt(1_000, 7),
     };
-    let body = corpus::robots_txt(rules, 7);
     let urls = corpus::urls(&body, 10_000, 11);
     if std::env::var_os("PARSE").is_some() {
         let start = std::time::Instant::now();

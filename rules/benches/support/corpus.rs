@@ -155,7 +155,7 @@ pub fn shop(shape: Shape, seed: u64) -> String {
     let mut out = String::from("# generated shop-like robots.txt\n\n");
     let named = shape.agent_lines.saturating_sub(1);
     let mut n = 0usize;
-    let mut rule = |rng: &mut Rng, n: usize| -> String {
+    let rule = |rng: &mut Rng, n: usize| -> String {
         let section = rng.pick(SECTIONS);
         let word = rng.pick(WORDS);
         let roll = rng.below(100);

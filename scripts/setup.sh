@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building and testing robotsgate needs on a fresh Debian
 # machine: the system packages pingora needs (cmake, pkg-config, libssl-dev),
-# a C toolchain, and the openssl and curl commands the TLS test uses. Safe
+# a C toolchain, the openssl and curl commands the TLS test uses, and
+# headless Chromium with its WebDriver for the console tests. Safe
 # to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libssl-dev openssl curl)
+packages=(build-essential cmake pkg-config libssl-dev openssl curl chromium chromium-driver)
 
 missing=()
 for p in "${packages[@]}"; do

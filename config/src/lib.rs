@@ -81,6 +81,10 @@ pub struct Config {
     /// ignores them.
     #[serde(default)]
     pub proxy: Option<ProxySettings>,
+    /// The monitor's web console. `robots-monitor run` serves it when this
+    /// is set; `robots-monitor serve` always does.
+    #[serde(default)]
+    pub console: Option<Console>,
 }
 
 /// `robots-proxy` settings.
@@ -314,6 +318,22 @@ pub enum Expectation {
     Disallow,
 }
 
+/// The monitor's web console. Reading needs nothing; anything that writes
+/// needs the admin token (`ROBOTSGATE_ADMIN_TOKEN`, never the file).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Console {
+    /// `host:port`; localhost by default, so nothing is exposed unasked.
+    #[serde(default = "default_console_listen")]
+    pub listen: String,
+}
+
+impl Default for Console {
+    fn default() -> Console {
+        Console { listen: default_console_listen() }
+    }
+}
+
 /// SMTP settings. Credentials come from the environment
 /// (`ROBOTSGATE_SMTP_USER`, `ROBOTSGATE_SMTP_PASSWORD`), never the file.
 #[derive(Clone, Debug, Deserialize)]
@@ -399,6 +419,9 @@ fn default_origin_timeout() -> Duration {
 }
 fn default_grace() -> Duration {
     Duration::from_secs(10)
+}
+fn default_console_listen() -> String {
+    "127.0.0.1:8484".to_string()
 }
 fn default_timeout() -> Duration {
     Duration::from_secs(20)

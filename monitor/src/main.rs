@@ -24,8 +24,15 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run the daemon until SIGINT or SIGTERM.
+    /// Run the daemon until SIGINT or SIGTERM (and the web console, when
+    /// the config has a `console:` section).
     Run,
+    /// Serve the web console only, until SIGINT or SIGTERM.
+    Serve {
+        /// `host:port`; default: `console.listen`, else 127.0.0.1:8484.
+        #[arg(long)]
+        listen: Option<String>,
+    },
     /// Poll every site once, deliver alerts, and exit.
     Once,
     /// Every recorded state of a site; with --url and --agent, when that verdict changed.
@@ -106,7 +113,34 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let m = Arc::new(Monitor::build(config, &base).await.context("starting the monitor")?);
     let mut stdout = std::io::stdout().lock();
     match cli.command {
-        Command::Run => m.run_until_stopped(shutdown_signal()).await?,
+        Command::Run => {
+            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+            let console = m.config().console.clone().map(|c| {
+                let (m, mut stop_rx) = (Arc::clone(&m), stop_rx.clone());
+                tokio::spawn(async move {
+                    let stopped = async move {
+                        let _ = stop_rx.changed().await;
+                    };
+                    if let Err(e) = monitor::console::serve(m, &c.listen, stopped).await {
+                        // The daemon's work is polling; a console that cannot
+                        // bind is reported, not fatal.
+                        tracing::error!("{e:#}");
+                    }
+                })
+            });
+            m.run_until_stopped(shutdown_signal()).await?;
+            let _ = stop_tx.send(true);
+            if let Some(c) = console {
+                let _ = c.await;
+            }
+            drop(stop_rx);
+        }
+        Command::Serve { listen } => {
+            let listen = listen
+                .or_else(|| m.config().console.as_ref().map(|c| c.listen.clone()))
+                .unwrap_or_else(|| robotsgate_config::Console::default().listen);
+            monitor::console::serve(Arc::clone(&m), &listen, shutdown_signal()).await?;
+        }
         Command::Once => {
             for o in m.once().await? {
                 writeln!(

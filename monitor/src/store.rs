@@ -195,6 +195,12 @@ impl Store {
         Ok(Store { pool: db.pool, backend: db.backend })
     }
 
+    /// The pool, for read-only views (the console) that keep their queries
+    /// beside the pages that use them.
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
     /// Makes sure every configured site has a row.
     pub async fn ensure_sites(&self, names: &[&str]) -> Result<(), StoreError> {
         for name in names {

@@ -1,0 +1,90 @@
+//! The web console: server-rendered pages (askama templates in
+//! `monitor/templates`, no JavaScript) and the same data as JSON under
+//! `/api/`. It reads the history through the monitor's store and tests
+//! files with the same engine, so what it shows is what the monitor and
+//! Google see.
+//!
+//! Safety: it binds to localhost unless told otherwise; robots.txt content
+//! is untrusted and is only ever rendered as escaped text, under a
+//! Content-Security-Policy that allows no script at all; stored bytes are
+//! downloaded as attachments, never rendered.
+
+pub mod overview;
+mod pages;
+pub mod tester;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, header};
+use axum::routing::get;
+
+use crate::monitor::Monitor;
+
+/// The console's routes over `monitor`.
+pub fn router(monitor: Arc<Monitor>) -> Router {
+    Router::new()
+        .route("/", get(pages::sites))
+        .route("/sites/{name}", get(pages::site))
+        .route("/sites/{name}/revisions/{id}/raw", get(pages::raw_revision))
+        .route("/tester", get(pages::tester_get).post(pages::tester_post))
+        .route("/api/sites", get(pages::api_sites))
+        .route("/api/sites/{name}", get(pages::api_site))
+        .route("/api/test", get(pages::api_test_get).post(pages::api_test_post))
+        .route("/static/console.css", get(pages::stylesheet))
+        // A 1 MiB file, form-encoded, is up to three times as long.
+        .layer(DefaultBodyLimit::max(4 * tester::MAX_ROBOTS_BYTES))
+        .layer(axum::middleware::map_response(|mut response: axum::response::Response| async move {
+            let headers = response.headers_mut();
+            headers.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(
+                    "default-src 'none'; style-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+                ),
+            );
+            headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+            headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+            response
+        }))
+        .with_state(monitor)
+}
+
+/// Serves the console on `listen` until `shutdown` resolves.
+pub async fn serve(
+    monitor: Arc<Monitor>,
+    listen: &str,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let listener =
+        tokio::net::TcpListener::bind(listen).await.with_context(|| format!("console: cannot listen on {listen}"))?;
+    tracing::info!(addr = %listener.local_addr()?, "console listening");
+    axum::serve(listener, router(monitor)).with_graceful_shutdown(shutdown).await?;
+    Ok(())
+}
+
+/// `s` as one path segment or query value: everything but unreserved
+/// characters percent-encoded.
+pub(crate) fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Unix milliseconds as an RFC 3339 time, or "never".
+pub(crate) fn when(ms: Option<i64>) -> String {
+    match ms {
+        None => "never".to_string(),
+        Some(ms) => {
+            let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+            humantime::format_rfc3339_seconds(t).to_string()
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! The console's handlers: each page gathers its data, then renders it as
+//! HTML (a template in `monitor/templates`) or as JSON (`/api/…`).
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::Json;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use serde::Serialize;
+
+use super::overview::{self, Filter, PAGE, SiteLine};
+use super::tester::{self, Input, Report};
+use super::{encode, when};
+use crate::monitor::{Monitor, now_ms};
+use crate::store::{DAY_MS, StoreError};
+
+type App = State<Arc<Monitor>>;
+
+/// A failure shown to the reader.
+pub struct Failure(StatusCode, String);
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (self.0, self.1).into_response()
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Failure {
+        tracing::error!("console: {e}");
+        Failure(StatusCode::SERVICE_UNAVAILABLE, format!("the history database did not answer: {e}"))
+    }
+}
+
+fn render(t: &impl Template) -> Result<Html<String>, Failure> {
+    t.render().map(Html).map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, format!("rendering: {e}")))
+}
+
+/// The states a site can be in, for the filter.
+const STATES: [&str; 7] = ["ok", "blocked", "open", "unreachable", "too-large", "stale", "unknown"];
+
+/// A site line as the sites page shows it.
+struct SiteView {
+    name: String,
+    href: String,
+    state: &'static str,
+    detail: String,
+    changed: String,
+    fetched: String,
+    open_alerts: i64,
+}
+
+#[derive(Template)]
+#[template(path = "sites.html")]
+struct SitesPage {
+    filter: Filter,
+    states: [&'static str; 7],
+    sites: Vec<SiteView>,
+    total: i64,
+    page: i64,
+    pages: i64,
+    prev: Option<String>,
+    next: Option<String>,
+}
+
+async fn site_lines(m: &Monitor, filter: &Filter) -> Result<(Vec<SiteLine>, i64), StoreError> {
+    // Stale: no fetch for three of the longest configured intervals.
+    let longest = m.config().sites.iter().map(|s| m.config().interval_of(s)).max().unwrap_or_default();
+    overview::sites(m.store(), filter, now_ms(), 3 * longest.as_millis() as i64 + 60_000).await
+}
+
+/// `GET /`: every site, filterable and paginated.
+pub async fn sites(State(m): App, Query(filter): Query<Filter>) -> Result<Html<String>, Failure> {
+    let (lines, total) = site_lines(&m, &filter).await?;
+    let pages = ((total + PAGE - 1) / PAGE).max(1);
+    let page = filter.page.unwrap_or(1).clamp(1, pages);
+    let link = |p: i64| format!("/?q={}&state={}&page={p}", encode(&filter.q), encode(&filter.state));
+    let sites = lines
+        .into_iter()
+        .map(|s| SiteView {
+            href: format!("/sites/{}", encode(&s.name)),
+            name: s.name,
+            state: s.state,
+            detail: s.detail,
+            changed: when(s.changed_at),
+            fetched: when(s.fetched_at),
+            open_alerts: s.open_alerts,
+        })
+        .collect();
+    let (prev, next) = ((page > 1).then(|| link(page - 1)), (page < pages).then(|| link(page + 1)));
+    render(&SitesPage { filter, states: STATES, sites, total, page, pages, prev, next })
+}
+
+/// `GET /api/sites`: the sites page as JSON.
+pub async fn api_sites(State(m): App, Query(filter): Query<Filter>) -> Result<Json<serde_json::Value>, Failure> {
+    let (sites, total) = site_lines(&m, &filter).await?;
+    Ok(Json(
+        serde_json::json!({ "total": total, "page": filter.page.unwrap_or(1).max(1), "page_size": PAGE, "sites": sites }),
+    ))
+}
+
+/// One day of the 30-day strip.
+#[derive(Serialize)]
+struct DayCell {
+    date: String,
+    fetches: i64,
+    worst: String,
+    slowest_ms: i64,
+    /// `ok`, `warn` (4xx, 429), `bad` (5xx, errors) or `none`.
+    class: &'static str,
+}
+
+#[derive(Serialize)]
+struct StateView {
+    at: String,
+    policy: String,
+    reason: String,
+    revision: i64,
+    raw_href: Option<String>,
+}
+
+#[derive(Serialize)]
+struct VerdictView {
+    url: String,
+    agent: String,
+    allowed: bool,
+    rule: String,
+    broken: bool,
+}
+
+#[derive(Serialize, Template)]
+#[template(path = "site.html")]
+struct SitePage {
+    name: String,
+    location: String,
+    days: Vec<DayCell>,
+    states: Vec<StateView>,
+    verdicts: Vec<VerdictView>,
+}
+
+fn day_class(worst: &str) -> &'static str {
+    match worst.parse::<u16>() {
+        Ok(s) if s >= 500 => "bad",
+        Ok(s) if s >= 400 => "warn",
+        Ok(_) => "ok",
+        Err(_) => "bad",
+    }
+}
+
+async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
+    let Some(site) = m.site(name) else {
+        return Err(Failure(StatusCode::NOT_FOUND, format!("no site named `{name}` in the config")));
+    };
+    let today = now_ms().div_euclid(DAY_MS);
+    let recorded = m.store().fetch_days(name, (today - 29) * DAY_MS).await?;
+    let days = (today - 29..=today)
+        .map(|day| {
+            let date = when(Some(day * DAY_MS))[..10].to_string();
+            match recorded.iter().find(|d| d.day == day) {
+                None => DayCell { date, fetches: 0, worst: "none".into(), slowest_ms: 0, class: "none" },
+                Some(d) => {
+                    let worst = d
+                        .outcomes
+                        .iter()
+                        .map(|(o, _)| o.clone())
+                        .max_by_key(|o| match day_class(o) {
+                            "bad" => 3,
+                            "warn" => 2,
+                            _ => 1,
+                        })
+                        .unwrap_or_default();
+                    DayCell { date, fetches: d.fetches, class: day_class(&worst), worst, slowest_ms: d.slowest_ms }
+                }
+            }
+        })
+        .collect();
+    let history = m.store().history(name).await?;
+    let states = history
+        .iter()
+        .rev()
+        .map(|s| StateView {
+            at: when(Some(s.at)),
+            policy: s.policy.clone(),
+            reason: s.reason.clone().unwrap_or_default(),
+            revision: s.revision_id.unwrap_or(0),
+            raw_href: s.revision_id.map(|id| format!("/sites/{}/revisions/{id}/raw", encode(name))),
+        })
+        .collect();
+    let row = m.store().site(name).await?;
+    let targets = Monitor::targets(site);
+    let verdicts = match row.state_id {
+        None => Vec::new(),
+        Some(id) => m
+            .store()
+            .verdicts(id)
+            .await?
+            .into_iter()
+            .map(|v| {
+                let expect = targets.iter().find(|t| t.url == v.url).and_then(|t| t.expect);
+                let broken = expect.is_some_and(|e| (e == robotsgate_config::Expectation::Allow) != v.allowed);
+                VerdictView {
+                    rule: match (v.line, &v.rule) {
+                        (Some(l), Some(r)) => format!("line {l}: {r}"),
+                        _ => "no rule".into(),
+                    },
+                    url: v.url,
+                    agent: v.agent,
+                    allowed: v.allowed,
+                    broken,
+                }
+            })
+            .collect(),
+    };
+    let location = match site.source() {
+        robotsgate_config::Source::Url(u) => u,
+        robotsgate_config::Source::File(p) => p.display().to_string(),
+        robotsgate_config::Source::None => String::new(),
+    };
+    Ok(SitePage { name: name.to_string(), location, days, states, verdicts })
+}
+
+/// `GET /sites/{name}`: the 30-day strip, the timeline, today's verdicts.
+pub async fn site(State(m): App, Path(name): Path<String>) -> Result<Html<String>, Failure> {
+    render(&site_page(&m, &name).await?)
+}
+
+/// `GET /api/sites/{name}`: the site page as JSON.
+pub async fn api_site(State(m): App, Path(name): Path<String>) -> Result<Json<serde_json::Value>, Failure> {
+    let page = site_page(&m, &name).await?;
+    serde_json::to_value(&page).map(Json).map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+/// `GET /sites/{name}/revisions/{id}/raw`: the exact bytes, as a download.
+pub async fn raw_revision(State(m): App, Path((name, id)): Path<(String, i64)>) -> Result<Response, Failure> {
+    let Some(body) = m.store().revision_body(&name, id).await? else {
+        return Err(Failure(StatusCode::NOT_FOUND, format!("site `{name}` has no revision {id}")));
+    };
+    let disposition = format!("attachment; filename=\"robots-{}-{id}.txt\"", encode(&name));
+    Ok((
+        [(header::CONTENT_TYPE, "application/octet-stream".to_string()), (header::CONTENT_DISPOSITION, disposition)],
+        body,
+    )
+        .into_response())
+}
+
+#[derive(Template)]
+#[template(path = "tester.html")]
+struct TesterPage {
+    input: Input,
+    sites: Vec<String>,
+    report: Option<Report>,
+    error: Option<String>,
+    share: Option<String>,
+}
+
+/// Longest link a result is shared by; past it, the form is the way.
+const SHARE_MAX: usize = 8_000;
+
+async fn test(m: &Monitor, input: &Input) -> Result<Report, String> {
+    let (live, saved) = if input.site.is_empty() {
+        (None, Vec::new())
+    } else {
+        let site = m.site(&input.site).ok_or_else(|| format!("no site named `{}` in the config", input.site))?;
+        let row = m.store().site(&input.site).await.map_err(|e| e.to_string())?;
+        let state = match row.state_id {
+            Some(id) => m.store().state(id).await.map_err(|e| e.to_string())?,
+            None => None,
+        };
+        let live = match state.and_then(|s| s.revision_id) {
+            Some(rev) => m
+                .store()
+                .revision_body(&input.site, rev)
+                .await
+                .map_err(|e| e.to_string())?
+                .map(|body| rules::Policy::Rules(rules::Robots::parse(&body))),
+            None => None,
+        };
+        (live, Monitor::targets(site).into_iter().map(|t| t.url).collect())
+    };
+    tester::run(input, live.as_ref(), &saved).map_err(|e| e.to_string())
+}
+
+async fn tester_page(m: &Monitor, input: Input) -> Result<Html<String>, Failure> {
+    let sites = m.config().sites.iter().map(|s| s.name.clone()).collect();
+    let ran = !input.robots.is_empty() || !input.urls.is_empty();
+    let (report, error) = if ran {
+        match test(m, &input).await {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e)),
+        }
+    } else {
+        (None, None)
+    };
+    let query = format!(
+        "/tester?robots={}&agents={}&urls={}&site={}",
+        encode(&input.robots),
+        encode(&input.agents),
+        encode(&input.urls),
+        encode(&input.site)
+    );
+    let share = (report.is_some() && query.len() <= SHARE_MAX).then_some(query);
+    render(&TesterPage { input, sites, report, error, share })
+}
+
+/// `GET /tester`: the form, and the result when the query carries one (a
+/// shared link).
+pub async fn tester_get(State(m): App, Query(input): Query<Input>) -> Result<Html<String>, Failure> {
+    tester_page(&m, input).await
+}
+
+/// `POST /tester`: the result of the form.
+pub async fn tester_post(State(m): App, Form(input): Form<Input>) -> Result<Html<String>, Failure> {
+    tester_page(&m, input).await
+}
+
+async fn api_test(m: &Monitor, input: Input) -> Response {
+    match test(m, &input).await {
+        Ok(r) => Json(r).into_response(),
+        Err(e) => (StatusCode::UNPROCESSABLE_ENTITY, Json(serde_json::json!({ "error": e }))).into_response(),
+    }
+}
+
+/// `GET /api/test`: the tester as JSON, input in the query.
+pub async fn api_test_get(State(m): App, Query(input): Query<Input>) -> Response {
+    api_test(&m, input).await
+}
+
+/// `POST /api/test`: the tester as JSON, input as a JSON object.
+pub async fn api_test_post(State(m): App, Json(input): Json<Input>) -> Response {
+    api_test(&m, input).await
+}
+
+/// `GET /static/console.css`.
+pub async fn stylesheet() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../../templates/console.css")).into_response()
+}

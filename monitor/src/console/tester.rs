@@ -1,0 +1,245 @@
+//! The robots.txt tester: a file, crawlers and URLs in; every verdict with
+//! its group and deciding line, the lint, and, against a site's live
+//! revision, the verdicts the file would change. It stands in for the tester
+//! Google retired in 2023, and answers from the same engine the monitor and
+//! the gateway use, so its answers are Google's.
+
+use serde::{Deserialize, Serialize};
+
+use rules::{Policy, Robots};
+
+/// Largest file the tester takes. Google reads 500 KiB; a little more is
+/// accepted so that a file past the limit can be tested and linted for it.
+pub const MAX_ROBOTS_BYTES: usize = 1024 * 1024;
+/// Most crawlers in one test.
+pub const MAX_AGENTS: usize = 20;
+/// Most URLs in one test.
+pub const MAX_URLS: usize = 5_000;
+/// Longest URL.
+pub const MAX_URL_BYTES: usize = 8 * 1024;
+/// Crawlers tested when none are given.
+pub const DEFAULT_AGENTS: [&str; 3] = ["Googlebot", "bingbot", "GPTBot"];
+
+/// What to test, as a form or a query string sends it: crawlers and URLs
+/// one per line (crawlers may also be separated by commas).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+pub struct Input {
+    /// The robots.txt.
+    #[serde(default)]
+    pub robots: String,
+    /// Crawler product tokens.
+    #[serde(default)]
+    pub agents: String,
+    /// URLs or paths.
+    #[serde(default)]
+    pub urls: String,
+    /// A site whose live revision the file is compared with.
+    #[serde(default)]
+    pub site: String,
+}
+
+/// Why an input was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// The file is too large.
+    #[error("the robots.txt is {0} bytes; the tester takes at most {MAX_ROBOTS_BYTES} (Google reads 500 KiB)")]
+    RobotsTooLarge(usize),
+    /// Too many crawlers.
+    #[error("{0} crawlers given; the tester takes at most {MAX_AGENTS}")]
+    TooManyAgents(usize),
+    /// Too many URLs.
+    #[error("{0} URLs given; the tester takes at most {MAX_URLS}")]
+    TooManyUrls(usize),
+    /// A URL is too long.
+    #[error("URL {0} is {1} bytes; the tester takes URLs of at most {MAX_URL_BYTES}")]
+    UrlTooLong(usize, usize),
+}
+
+impl Input {
+    /// The crawlers, trimmed and deduplicated; the defaults when none.
+    pub fn agents(&self) -> Result<Vec<String>, InputError> {
+        let mut out: Vec<String> = Vec::new();
+        for a in self.agents.split(['\n', ',']).map(str::trim).filter(|a| !a.is_empty()) {
+            if !out.iter().any(|o| o.eq_ignore_ascii_case(a)) {
+                out.push(a.to_string());
+            }
+        }
+        if out.is_empty() {
+            out = DEFAULT_AGENTS.iter().map(|a| a.to_string()).collect();
+        }
+        if out.len() > MAX_AGENTS {
+            return Err(InputError::TooManyAgents(out.len()));
+        }
+        Ok(out)
+    }
+
+    /// The URLs, trimmed; `/` when none.
+    pub fn urls(&self) -> Result<Vec<String>, InputError> {
+        let mut out: Vec<String> =
+            self.urls.lines().map(str::trim).filter(|u| !u.is_empty()).map(String::from).collect();
+        if out.is_empty() {
+            out.push("/".to_string());
+        }
+        if out.len() > MAX_URLS {
+            return Err(InputError::TooManyUrls(out.len()));
+        }
+        if let Some((i, u)) = out.iter().enumerate().find(|(_, u)| u.len() > MAX_URL_BYTES) {
+            return Err(InputError::UrlTooLong(i + 1, u.len()));
+        }
+        Ok(out)
+    }
+}
+
+/// One verdict.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Row {
+    /// The URL as given.
+    pub url: String,
+    /// The crawler.
+    pub agent: String,
+    /// May it fetch the URL.
+    pub allowed: bool,
+    /// The group it obeyed: the lines of its `user-agent` lines, or `*`.
+    pub group: String,
+    /// The deciding line, when a rule decided.
+    pub line: Option<u32>,
+    /// The deciding rule as written (`Disallow: /private`).
+    pub rule: Option<String>,
+}
+
+/// One lint finding.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    /// 1-based line.
+    pub line: u32,
+    /// `error`, `warning` or `info`.
+    pub severity: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A verdict the file would change against the live revision.
+#[derive(Clone, Debug, Serialize)]
+pub struct Change {
+    /// The URL.
+    pub url: String,
+    /// The crawler.
+    pub agent: String,
+    /// The verdict today, with its reason.
+    pub live: String,
+    /// The verdict under the tested file.
+    pub tested: String,
+}
+
+/// Everything the tester answers.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Bytes tested.
+    pub bytes: usize,
+    /// Every URL x crawler.
+    pub rows: Vec<Row>,
+    /// The lint.
+    pub lint: Vec<Finding>,
+    /// Against the live revision of `Input::site`, when one was named and
+    /// has rules: the verdicts that would change, over the tested URLs and
+    /// the site's saved URLs.
+    pub changes: Option<Vec<Change>>,
+}
+
+/// Tests `input`; `live` is the site's current policy when a site was named.
+pub fn run(input: &Input, live: Option<&Policy>, saved_urls: &[String]) -> Result<Report, InputError> {
+    let bytes = input.robots.len();
+    if bytes > MAX_ROBOTS_BYTES {
+        return Err(InputError::RobotsTooLarge(bytes));
+    }
+    let agents = input.agents()?;
+    let urls = input.urls()?;
+    let (robots, findings) = Robots::parse_linted(input.robots.as_bytes());
+    let policy = Policy::Rules(robots);
+    let mut rows = Vec::with_capacity(urls.len() * agents.len());
+    for url in &urls {
+        for agent in &agents {
+            let v = policy.verdict(agent, url);
+            rows.push(Row {
+                url: url.clone(),
+                agent: agent.clone(),
+                allowed: v.allowed,
+                group: match v.group {
+                    None => "none".to_string(),
+                    Some(g) if g.global => format!("* (line {})", lines(g.lines)),
+                    Some(g) => format!("line {}", lines(g.lines)),
+                },
+                line: v.rule.map(|r| r.line),
+                rule: v.rule.map(|r| format!("{}: {}", r.kind, String::from_utf8_lossy(r.written))),
+            });
+        }
+    }
+    let lint = findings
+        .iter()
+        .map(|d| Finding { line: d.line, severity: d.severity.as_str().to_string(), message: d.message.clone() })
+        .collect();
+    let changes = live.map(|live| {
+        let mut all: Vec<&str> = urls.iter().map(String::as_str).collect();
+        for u in saved_urls {
+            if !all.contains(&u.as_str()) {
+                all.push(u);
+            }
+        }
+        rules::flips(live, &policy, &all, &agents)
+            .into_iter()
+            .map(|f| Change { url: f.url, agent: f.agent, live: f.old.to_string(), tested: f.new.to_string() })
+            .collect()
+    });
+    Ok(Report { bytes, rows, lint, changes })
+}
+
+fn lines(lines: &[u32]) -> String {
+    lines.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(robots: &str, agents: &str, urls: &str) -> Input {
+        Input { robots: robots.into(), agents: agents.into(), urls: urls.into(), site: String::new() }
+    }
+
+    #[test]
+    fn verdicts_name_their_group_and_line() {
+        let r = run(
+            &input(
+                "User-agent: *\nDisallow: /private\n\nUser-agent: GPTBot\nDisallow: /\n",
+                "Googlebot, GPTBot",
+                "/private/x\n/public",
+            ),
+            None,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(r.rows.len(), 4);
+        let g = &r.rows[0];
+        assert!(!g.allowed && g.line == Some(2) && g.group == "* (line 1)", "{g:?}");
+        assert_eq!(g.rule.as_deref(), Some("Disallow: /private"));
+        let gpt = &r.rows[3];
+        assert!(!gpt.allowed && gpt.group == "line 4" && gpt.line == Some(5), "{gpt:?}");
+    }
+
+    #[test]
+    fn limits_give_clear_errors() {
+        let big = "#".repeat(MAX_ROBOTS_BYTES + 1);
+        assert_eq!(run(&input(&big, "", ""), None, &[]).unwrap_err(), InputError::RobotsTooLarge(big.len()));
+        let many: String = (0..MAX_URLS + 1).map(|i| format!("/{i}\n")).collect();
+        assert!(matches!(run(&input("", "", &many), None, &[]), Err(InputError::TooManyUrls(_))));
+        let agents: String = (0..30).map(|i| format!("bot{i},")).collect();
+        assert!(matches!(run(&input("", &agents, ""), None, &[]), Err(InputError::TooManyAgents(30))));
+    }
+
+    #[test]
+    fn changes_against_the_live_file() {
+        let live = Policy::Rules(Robots::parse(b"User-agent: *\nDisallow: /a\n"));
+        let r = run(&input("User-agent: *\nDisallow: /b\n", "Googlebot", "/a"), Some(&live), &["/b/1".into()]).unwrap();
+        let changes = r.changes.unwrap();
+        assert_eq!(changes.len(), 2, "{changes:?}");
+    }
+}

@@ -81,22 +81,34 @@ pub async fn diff(m: &Monitor, site_name: &str, revs: Option<(i64, i64)>) -> any
             }
         }
     };
-    let old = show(m, site_name, a).await?;
-    let new = show(m, site_name, b).await?;
+    let (old, new, flips) = revision_pair(m, site, a, b).await?;
     let mut out = similar::TextDiff::from_lines(&*String::from_utf8_lossy(&old), &*String::from_utf8_lossy(&new))
         .unified_diff()
         .context_radius(2)
         .header(&format!("rev {a}"), &format!("rev {b}"))
         .to_string();
-    let policy = |body: Vec<u8>| Policy::from_fetch(&FetchOutcome::status(200).with_body(body));
-    let targets = Monitor::targets(site);
-    let urls: Vec<&str> = targets.iter().map(|t| t.url.as_str()).collect();
-    let flips = rules::flips(&policy(old), &policy(new), &urls, m.config().agents_of(site));
     writeln!(out, "\n{} verdict flips", flips.len())?;
     for f in &flips {
         writeln!(out, "  {}  {}\n    was {}\n    now {}", f.agent, f.url, f.old, f.new)?;
     }
     Ok(out)
+}
+
+/// Two revisions of `site` and the verdicts of its saved URLs and crawlers
+/// that flip from the first to the second.
+pub async fn revision_pair(
+    m: &Monitor,
+    site: &robotsgate_config::Site,
+    a: i64,
+    b: i64,
+) -> anyhow::Result<(Vec<u8>, Vec<u8>, Vec<rules::Flip>)> {
+    let old = show(m, &site.name, a).await?;
+    let new = show(m, &site.name, b).await?;
+    let policy = |body: &[u8]| Policy::from_fetch(&FetchOutcome::status(200).with_body(body.to_vec()));
+    let targets = Monitor::targets(site);
+    let urls: Vec<&str> = targets.iter().map(|t| t.url.as_str()).collect();
+    let flips = rules::flips(&policy(&old), &policy(&new), &urls, m.config().agents_of(site));
+    Ok((old, new, flips))
 }
 
 /// `fetches SITE`: one line per UTC day of the last `days` with fetches:

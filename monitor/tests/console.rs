@@ -55,9 +55,12 @@ async fn browser(port: u16) -> Client {
 /// loopback origin; returns once the first poll is recorded.
 struct Rig {
     _daemon: Proc,
-    _origin: Origin,
+    origin: Origin,
+    cfg: std::path::PathBuf,
     base: String,
 }
+
+const TOKEN: &str = "console-test-token";
 
 fn rig() -> Rig {
     let dir = temp_dir("console");
@@ -70,11 +73,21 @@ fn rig() -> Rig {
         origin.url("/robots.txt")
     );
     let cfg = write_config(&dir, &yaml);
-    let daemon = daemon(&cfg);
+    let daemon = Proc(
+        Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
+            .arg("--config")
+            .arg(&cfg)
+            .arg("run")
+            .env("ROBOTSGATE_ADMIN_TOKEN", TOKEN)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start robots-monitor run"),
+    );
     let database = dir.join("history.db").display().to_string();
     assert!(wait_listening(SocketAddr::from(([127, 0, 0, 1], port)), 20), "console did not start");
     assert!(eventually(20, || scalar(&database, "SELECT COUNT(*) FROM states") == 1), "first poll");
-    Rig { _daemon: daemon, _origin: origin, base: format!("http://127.0.0.1:{port}") }
+    Rig { _daemon: daemon, origin, cfg, base: format!("http://127.0.0.1:{port}") }
 }
 
 async fn text(c: &Client, css: &str) -> String {
@@ -143,6 +156,35 @@ fn console_pages_and_tester_in_chromium() {
             .unwrap();
         c.find(Locator::Id("run")).await.unwrap().click().await.unwrap();
         assert!(text(&c, "#error").await.contains("at most 5000"));
+
+        // A deploy blocks /checkout: from the sites page to the change.
+        rig.origin.set("/robots.txt", Reply::ok(format!("{LIVE}Disallow: /checkout\n")));
+        assert_eq!(monitor(&rig.cfg, &["once"]).status.code(), Some(0));
+        c.goto(&format!("{}/", rig.base)).await.unwrap();
+        c.find(Locator::LinkText("shop")).await.unwrap().click().await.unwrap();
+        assert_eq!(count(&c, "#timeline tbody tr").await, 2);
+        assert!(text(&c, "#verdicts tr.broken").await.contains("/checkout"), "the pin on /checkout is broken");
+        c.find(Locator::Css("#timeline tbody tr a")).await.unwrap().click().await.unwrap();
+        assert!(text(&c, "h1").await.starts_with("shop: revision"));
+        let flips = text(&c, "#flips").await;
+        assert!(flips.contains("/checkout") && flips.contains("Googlebot") && flips.contains("bingbot"), "{flips}");
+        assert_eq!(text(&c, "#diff tr.add").await.trim_start_matches(['3', ' ', '+']).trim(), "Disallow: /checkout");
+        assert!(text(&c, "#diff tr.decided").await.contains("Disallow: /checkout"), "the deciding line is marked");
+        let download = c.find(Locator::Id("download")).await.unwrap().attr("href").await.unwrap().unwrap();
+        assert!(download.ends_with("/raw"));
+
+        // The alert it queued (no email configured), and a retry that
+        // needs the admin token.
+        c.goto(&format!("{}/alerts", rig.base)).await.unwrap();
+        assert_eq!(count(&c, "#alerts tbody tr").await, 1);
+        assert!(text(&c, "#alerts").await.contains("queued"));
+        c.find(Locator::Css("#alerts input[name=token]")).await.unwrap().send_keys("wrong").await.unwrap();
+        c.find(Locator::Css("#alerts button")).await.unwrap().click().await.unwrap();
+        assert!(c.source().await.unwrap().contains("needs the admin token"));
+        c.goto(&format!("{}/alerts", rig.base)).await.unwrap();
+        c.find(Locator::Css("#alerts input[name=token]")).await.unwrap().send_keys(TOKEN).await.unwrap();
+        c.find(Locator::Css("#alerts button")).await.unwrap().click().await.unwrap();
+        assert!(text(&c, "#notice").await.contains("will be sent"));
 
         c.close().await.expect("close");
     });

@@ -9,8 +9,10 @@
 //! Content-Security-Policy that allows no script at all; stored bytes are
 //! downloaded as attachments, never rendered.
 
+pub mod alerts;
 pub mod overview;
 mod pages;
+pub mod revision;
 pub mod tester;
 
 use std::sync::Arc;
@@ -27,7 +29,13 @@ pub fn router(monitor: Arc<Monitor>) -> Router {
     Router::new()
         .route("/", get(pages::sites))
         .route("/sites/{name}", get(pages::site))
+        .route("/sites/{name}/revisions/{id}", get(pages::revision))
         .route("/sites/{name}/revisions/{id}/raw", get(pages::raw_revision))
+        .route("/alerts", get(pages::alerts))
+        .route("/alerts/{id}/retry", axum::routing::post(pages::retry_alert))
+        .route("/api/alerts", get(pages::api_alerts))
+        .route("/api/alerts/{id}/retry", axum::routing::post(pages::api_retry_alert))
+        .route("/api/sites/{name}/revisions/{id}", get(pages::api_revision))
         .route("/tester", get(pages::tester_get).post(pages::tester_post))
         .route("/api/sites", get(pages::api_sites))
         .route("/api/sites/{name}", get(pages::api_site))

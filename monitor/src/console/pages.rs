@@ -185,7 +185,7 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
             policy: s.policy.clone(),
             reason: s.reason.clone().unwrap_or_default(),
             revision: s.revision_id.unwrap_or(0),
-            raw_href: s.revision_id.map(|id| format!("/sites/{}/revisions/{id}/raw", encode(name))),
+            raw_href: s.revision_id.map(|id| format!("/sites/{}/revisions/{id}", encode(name))),
         })
         .collect();
     let row = m.store().site(name).await?;
@@ -330,6 +330,79 @@ pub async fn api_test_get(State(m): App, Query(input): Query<Input>) -> Response
 /// `POST /api/test`: the tester as JSON, input as a JSON object.
 pub async fn api_test_post(State(m): App, Json(input): Json<Input>) -> Response {
     api_test(&m, input).await
+}
+
+async fn revision_page(m: &Monitor, name: &str, id: i64) -> Result<super::revision::RevisionPage, Failure> {
+    match super::revision::page(m, name, id).await {
+        Ok(Some(p)) => Ok(p),
+        Ok(None) => Err(Failure(StatusCode::NOT_FOUND, format!("site `{name}` has no revision {id}"))),
+        Err(e) => Err(Failure(StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}"))),
+    }
+}
+
+/// `GET /sites/{name}/revisions/{id}`: the diff, flips and lint.
+pub async fn revision(State(m): App, Path((name, id)): Path<(String, i64)>) -> Result<Html<String>, Failure> {
+    render(&revision_page(&m, &name, id).await?)
+}
+
+/// `GET /api/sites/{name}/revisions/{id}`: the revision page as JSON.
+pub async fn api_revision(State(m): App, Path((name, id)): Path<(String, i64)>) -> Result<Response, Failure> {
+    Ok(Json(revision_page(&m, &name, id).await?).into_response())
+}
+
+/// `GET /alerts`.
+pub async fn alerts(State(m): App) -> Result<Html<String>, Failure> {
+    let alerts = super::alerts::list(m.store()).await?;
+    render(&super::alerts::AlertsPage { alerts, notice: None })
+}
+
+/// `GET /api/alerts`.
+pub async fn api_alerts(State(m): App) -> Result<Response, Failure> {
+    Ok(Json(super::alerts::list(m.store()).await?).into_response())
+}
+
+/// The retry form's fields.
+#[derive(serde::Deserialize)]
+pub struct RetryForm {
+    #[serde(default)]
+    token: String,
+}
+
+async fn retry(m: &Monitor, id: i64, token: &str) -> Result<String, Failure> {
+    if !super::alerts::authorised(token) {
+        return Err(Failure(StatusCode::FORBIDDEN, "retrying needs the admin token (ROBOTSGATE_ADMIN_TOKEN)".into()));
+    }
+    if super::alerts::retry(m.store(), id, now_ms()).await? {
+        Ok(format!("Alert {id} will be sent on the next delivery round."))
+    } else {
+        Err(Failure(StatusCode::NOT_FOUND, format!("no undelivered alert {id}")))
+    }
+}
+
+/// `POST /alerts/{id}/retry` (form with `token`).
+pub async fn retry_alert(
+    State(m): App,
+    Path(id): Path<i64>,
+    Form(form): Form<RetryForm>,
+) -> Result<Html<String>, Failure> {
+    let notice = retry(&m, id, &form.token).await?;
+    let alerts = super::alerts::list(m.store()).await?;
+    render(&super::alerts::AlertsPage { alerts, notice: Some(notice) })
+}
+
+/// `POST /api/alerts/{id}/retry` with `Authorization: Bearer TOKEN`.
+pub async fn api_retry_alert(
+    State(m): App,
+    Path(id): Path<i64>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, Failure> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    let notice = retry(&m, id, token).await?;
+    Ok(Json(serde_json::json!({ "retried": id, "notice": notice })).into_response())
 }
 
 /// `GET /static/console.css`.

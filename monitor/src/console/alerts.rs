@@ -1,0 +1,94 @@
+//! The alerts page: sent, queued and failed alerts with their attempts and
+//! last error, and a retry that needs the admin token.
+
+use askama::Template;
+use serde::Serialize;
+use sqlx::Row;
+
+use super::when;
+use crate::store::{Store, StoreError};
+
+/// Most alerts listed, newest first.
+const LIMIT: i64 = 500;
+
+/// An alert as listed.
+#[derive(Clone, Debug, Serialize)]
+pub struct AlertLine {
+    /// Its id.
+    pub id: i64,
+    /// The site.
+    pub site: String,
+    /// When it was queued.
+    pub created: String,
+    /// The subject.
+    pub subject: String,
+    /// `sent`, `queued` or `failed`.
+    pub status: &'static str,
+    /// Delivery attempts.
+    pub attempts: i64,
+    /// The last delivery error.
+    pub last_error: String,
+}
+
+/// The alerts page.
+#[derive(Debug, Template)]
+#[template(path = "alerts.html")]
+pub struct AlertsPage {
+    /// The alerts.
+    pub alerts: Vec<AlertLine>,
+    /// What the last action did.
+    pub notice: Option<String>,
+}
+
+/// The newest alerts.
+pub async fn list(store: &Store) -> Result<Vec<AlertLine>, StoreError> {
+    let q = |doing: &'static str| move |source| StoreError::Query { doing, source };
+    let rows = sqlx::query(
+        "SELECT id, site, created_at, subject, sent_at, attempts, last_error FROM alerts ORDER BY id DESC LIMIT $1",
+    )
+    .bind(LIMIT)
+    .fetch_all(store.pool())
+    .await
+    .map_err(q("listing alerts"))?;
+    rows.iter()
+        .map(|r| {
+            let sent: Option<i64> = r.try_get("sent_at")?;
+            let last_error: Option<String> = r.try_get("last_error")?;
+            Ok(AlertLine {
+                id: r.try_get("id")?,
+                site: r.try_get("site")?,
+                created: when(Some(r.try_get("created_at")?)),
+                subject: r.try_get("subject")?,
+                status: match (sent, &last_error) {
+                    (Some(_), _) => "sent",
+                    (None, Some(_)) => "failed",
+                    (None, None) => "queued",
+                },
+                attempts: r.try_get("attempts")?,
+                last_error: last_error.unwrap_or_default(),
+            })
+        })
+        .collect::<Result<_, sqlx::Error>>()
+        .map_err(q("reading alerts"))
+}
+
+/// Makes an undelivered alert due now; false when there is none such.
+pub async fn retry(store: &Store, id: i64, now: i64) -> Result<bool, StoreError> {
+    let done = sqlx::query("UPDATE alerts SET next_attempt_at = $1 WHERE id = $2 AND sent_at IS NULL")
+        .bind(now)
+        .bind(id)
+        .execute(store.pool())
+        .await
+        .map_err(|source| StoreError::Query { doing: "retrying an alert", source })?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Whether `given` is the admin token (`ROBOTSGATE_ADMIN_TOKEN`), compared
+/// in constant time. Without a configured token nothing may write.
+pub fn authorised(given: &str) -> bool {
+    let Ok(want) = std::env::var("ROBOTSGATE_ADMIN_TOKEN") else { return false };
+    if want.is_empty() || want.len() != given.len() {
+        return false;
+    }
+    want.bytes().zip(given.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}

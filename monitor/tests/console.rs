@@ -172,6 +172,11 @@ fn console_pages_and_tester_in_chromium() {
         assert!(text(&c, "#diff tr.decided").await.contains("Disallow: /checkout"), "the deciding line is marked");
         let download = c.find(Locator::Id("download")).await.unwrap().attr("href").await.unwrap().unwrap();
         assert!(download.ends_with("/raw"));
+        // A stored revision goes to the tester in one click.
+        c.find(Locator::Id("test-it")).await.unwrap().click().await.unwrap();
+        let loaded = c.find(Locator::Id("robots")).await.unwrap().prop("value").await.unwrap().unwrap_or_default();
+        assert!(loaded.contains("Disallow: /checkout"), "{loaded}");
+        assert_eq!(count(&c, "#no-changes").await, 1, "the live file is this revision");
 
         // The alert it queued (no email configured), and a retry that
         // needs the admin token.

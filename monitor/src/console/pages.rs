@@ -282,7 +282,23 @@ async fn test(m: &Monitor, input: &Input) -> Result<Report, String> {
     tester::run(input, live.as_ref(), &saved).map_err(|e| e.to_string())
 }
 
+/// A stored revision as the tester's file, when one is asked for and no
+/// text was given.
+async fn with_revision(m: &Monitor, mut input: Input) -> Result<Input, Failure> {
+    if let (true, Some(rev)) = (input.robots.is_empty(), input.revision) {
+        let body = m.store().revision_body(&input.site, rev).await?;
+        let Some(body) = body else {
+            return Err(Failure(StatusCode::NOT_FOUND, format!("site `{}` has no revision {rev}", input.site)));
+        };
+        // The tester works on text; bytes that are not UTF-8 are tested as
+        // their lossy reading (the revision page has the exact bytes).
+        input.robots = String::from_utf8_lossy(&body).into_owned();
+    }
+    Ok(input)
+}
+
 async fn tester_page(m: &Monitor, input: Input) -> Result<Html<String>, Failure> {
+    let input = with_revision(m, input).await?;
     let sites = m.config().sites.iter().map(|s| s.name.clone()).collect();
     let ran = !input.robots.is_empty() || !input.urls.is_empty();
     let (report, error) = if ran {
@@ -316,6 +332,10 @@ pub async fn tester_post(State(m): App, Form(input): Form<Input>) -> Result<Html
 }
 
 async fn api_test(m: &Monitor, input: Input) -> Response {
+    let input = match with_revision(m, input).await {
+        Ok(i) => i,
+        Err(f) => return f.into_response(),
+    };
     match test(m, &input).await {
         Ok(r) => Json(r).into_response(),
         Err(e) => (StatusCode::UNPROCESSABLE_ENTITY, Json(serde_json::json!({ "error": e }))).into_response(),

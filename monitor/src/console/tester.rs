@@ -36,6 +36,18 @@ pub struct Input {
     /// A site whose live revision the file is compared with.
     #[serde(default)]
     pub site: String,
+    /// A stored revision of `site` to test, when `robots` is empty.
+    #[serde(default, deserialize_with = "empty_as_none")]
+    pub revision: Option<i64>,
+}
+
+/// A form sends an empty field for "none".
+fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    let s: Option<String> = Option::deserialize(d)?;
+    match s.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => v.parse().map(Some).map_err(serde::de::Error::custom),
+    }
 }
 
 /// Why an input was refused.
@@ -202,7 +214,7 @@ mod tests {
     use super::*;
 
     fn input(robots: &str, agents: &str, urls: &str) -> Input {
-        Input { robots: robots.into(), agents: agents.into(), urls: urls.into(), site: String::new() }
+        Input { robots: robots.into(), agents: agents.into(), urls: urls.into(), ..Input::default() }
     }
 
     #[test]

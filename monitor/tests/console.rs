@@ -94,6 +94,16 @@ async fn text(c: &Client, css: &str) -> String {
     c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).text().await.expect("text")
 }
 
+/// Saves a screenshot of the page under `target/console-screenshots/` (the
+/// PNGs in `docs/screenshots/` are copies of these).
+async fn screenshot(c: &Client, name: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/console-screenshots");
+    std::fs::create_dir_all(&dir).expect("screenshot dir");
+    let png = c.screenshot().await.expect("screenshot");
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    std::fs::write(dir.join(format!("{name}.png")), png).expect("write screenshot");
+}
+
 async fn count(c: &Client, css: &str) -> usize {
     c.find_all(Locator::Css(css)).await.expect("find_all").len()
 }
@@ -109,12 +119,15 @@ fn console_pages_and_tester_in_chromium() {
         c.goto(&format!("{}/", rig.base)).await.expect("sites page");
         assert!(text(&c, "#count").await.starts_with("1 sites"));
         assert_eq!(text(&c, "#sites .badge").await, "ok");
+        screenshot(&c, "sites").await;
         c.find(Locator::LinkText("shop")).await.expect("site link").click().await.expect("click");
+        c.wait().for_element(Locator::Id("strip")).await.expect("site page");
         assert_eq!(text(&c, "h1").await, "shop");
         assert_eq!(count(&c, "#strip td").await, 30, "30 days of fetches");
         assert_eq!(count(&c, "#verdicts tbody tr").await, 6, "3 URLs x 2 crawlers");
         assert!(text(&c, "#verdicts").await.contains("line 2: Disallow: /admin"));
         assert_eq!(count(&c, "#timeline tbody tr").await, 1);
+        screenshot(&c, "site").await;
 
         // The tester, with a file that tries to break out of the page.
         let hostile = "User-agent: *\nDisallow: /private\n# </textarea><script>window.__xss = 1</script>\n\
@@ -133,6 +146,7 @@ fn console_pages_and_tester_in_chromium() {
         assert_eq!(count(&c, "script").await, 0, "no script element on the page");
         let kept = c.find(Locator::Id("robots")).await.unwrap().prop("value").await.unwrap().unwrap_or_default();
         assert!(kept.contains("</textarea><script>"), "the file round-trips as text: {kept}");
+        screenshot(&c, "tester").await;
 
         // The shared link reproduces the result by itself.
         let share = c.find(Locator::Id("share")).await.unwrap().attr("href").await.unwrap().expect("share link");
@@ -155,6 +169,7 @@ fn console_pages_and_tester_in_chromium() {
             .await
             .unwrap();
         c.find(Locator::Id("run")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("error")).await.expect("an error");
         assert!(text(&c, "#error").await.contains("at most 5000"));
 
         // A deploy blocks /checkout: from the sites page to the change.
@@ -162,18 +177,22 @@ fn console_pages_and_tester_in_chromium() {
         assert_eq!(monitor(&rig.cfg, &["once"]).status.code(), Some(0));
         c.goto(&format!("{}/", rig.base)).await.unwrap();
         c.find(Locator::LinkText("shop")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("strip")).await.expect("site page");
         assert_eq!(count(&c, "#timeline tbody tr").await, 2);
         assert!(text(&c, "#verdicts tr.broken").await.contains("/checkout"), "the pin on /checkout is broken");
         c.find(Locator::Css("#timeline tbody tr a")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("diff")).await.expect("revision page");
         assert!(text(&c, "h1").await.starts_with("shop: revision"));
         let flips = text(&c, "#flips").await;
         assert!(flips.contains("/checkout") && flips.contains("Googlebot") && flips.contains("bingbot"), "{flips}");
         assert_eq!(text(&c, "#diff tr.add").await.trim_start_matches(['3', ' ', '+']).trim(), "Disallow: /checkout");
         assert!(text(&c, "#diff tr.decided").await.contains("Disallow: /checkout"), "the deciding line is marked");
+        screenshot(&c, "revision").await;
         let download = c.find(Locator::Id("download")).await.unwrap().attr("href").await.unwrap().unwrap();
         assert!(download.ends_with("/raw"));
         // A stored revision goes to the tester in one click.
         c.find(Locator::Id("test-it")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("results")).await.expect("tester with the revision");
         let loaded = c.find(Locator::Id("robots")).await.unwrap().prop("value").await.unwrap().unwrap_or_default();
         assert!(loaded.contains("Disallow: /checkout"), "{loaded}");
         assert_eq!(count(&c, "#no-changes").await, 1, "the live file is this revision");
@@ -185,10 +204,11 @@ fn console_pages_and_tester_in_chromium() {
         assert!(text(&c, "#alerts").await.contains("queued"));
         c.find(Locator::Css("#alerts input[name=token]")).await.unwrap().send_keys("wrong").await.unwrap();
         c.find(Locator::Css("#alerts button")).await.unwrap().click().await.unwrap();
-        assert!(c.source().await.unwrap().contains("needs the admin token"));
+        c.wait().for_element(Locator::XPath("//*[contains(text(), 'needs the admin token')]")).await.expect("refused");
         c.goto(&format!("{}/alerts", rig.base)).await.unwrap();
         c.find(Locator::Css("#alerts input[name=token]")).await.unwrap().send_keys(TOKEN).await.unwrap();
         c.find(Locator::Css("#alerts button")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("notice")).await.expect("notice");
         assert!(text(&c, "#notice").await.contains("will be sent"));
 
         c.close().await.expect("close");

@@ -142,15 +142,15 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     let old_errors = c.old_body.map(lint_errors).unwrap_or_default();
     let fresh_errors: Vec<&String> = new_errors.iter().filter(|e| !old_errors.contains(e)).collect();
     if !fresh_errors.is_empty() {
-        events.push(format!("{} new lint errors in robots.txt.", fresh_errors.len()));
+        events.push(format!("{} in robots.txt.", plural(fresh_errors.len(), "new lint error", "new lint errors")));
     }
     if !c.flips.is_empty() {
-        events.push(format!("{} verdicts flipped.", c.flips.len()));
+        events.push(format!("{}.", plural(c.flips.len(), "verdict flipped", "verdicts flipped")));
     }
     if let Some((url, agent, expect)) = c.broken.first() {
         let more = match c.broken.len() {
             1 => String::new(),
-            n => format!(" (and {} more URL and crawler pairs)", n - 1),
+            n => format!(" (and {} more)", plural(n - 1, "URL and crawler pair", "URL and crawler pairs")),
         };
         events.push(format!("{url} is {} for {agent}, expected {}{more}.", opposite(*expect), expectation(*expect)));
     }
@@ -163,7 +163,7 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     } else if was_blocked && !c.new.blocks_everything() {
         "recovered".to_string()
     } else if !c.flips.is_empty() {
-        format!("{} verdicts flipped", c.flips.len())
+        plural(c.flips.len(), "verdict flipped", "verdicts flipped")
     } else {
         lower_first(events[0].trim_end_matches('.'))
     };
@@ -181,7 +181,9 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     let (broken, more_broken) = excerpt::list(&c.broken);
     let (fresh_errors, more_errors) = excerpt::list(&fresh_errors);
 
+    let first = first_line(c, &events);
     let mut text = String::new();
+    let _ = writeln!(text, "{first}\n");
     let _ = writeln!(text, "Site: {} ({})\n", c.site, c.location);
     for e in &events {
         let _ = writeln!(text, "- {e}");
@@ -220,7 +222,13 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     }
 
     let mut html = String::new();
-    let _ = write!(html, "<html><body><h2>{}</h2><p>{}</p><ul>", esc(c.site), esc(c.location));
+    let _ = write!(
+        html,
+        "<html><body><p><strong>{}</strong></p><h2>{}</h2><p>{}</p><ul>",
+        esc(&first),
+        esc(c.site),
+        esc(c.location)
+    );
     for e in &events {
         let _ = write!(html, "<li>{}</li>", esc(e));
     }
@@ -268,6 +276,32 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     }
     html.push_str("</body></html>");
     Some((subject, text, html))
+}
+
+/// What happened, in one sentence: the outage as Google reads it, or the
+/// first crawler and URL that changed and the line that decided.
+fn first_line(c: &Change<'_>, events: &[String]) -> String {
+    if let Policy::DisallowAll(r) | Policy::AllowAll(r) = c.new {
+        return excerpt::line(&format!("{r}."), excerpt::LINE_CHARS);
+    }
+    let Some(f) = c.flips.first() else { return events.first().cloned().unwrap_or_default() };
+    let why = match (&f.new.rule, &f.new.reason) {
+        (Some(r), _) => format!(" (line {}: {}: {})", r.line, r.kind, r.pattern),
+        (None, Some(reason)) => format!(" ({reason})"),
+        (None, None) => String::new(),
+    };
+    let verb = if f.new.allowed { "can now crawl" } else { "can no longer crawl" };
+    let more = match c.flips.len() {
+        1 => String::new(),
+        n => format!("; {}", plural(n - 1, "more verdict changed", "more verdicts changed")),
+    };
+    excerpt::line(&format!("{} {verb} {}{why}{more}.", f.agent, f.url), 2 * excerpt::LINE_CHARS)
+}
+
+/// `n` and the noun that agrees with it: "1 verdict flipped", "2 verdicts
+/// flipped".
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn lint_errors(body: &[u8]) -> Vec<String> {
@@ -352,7 +386,13 @@ mod tests {
         };
         let (subject, text, html) = alert(&c).expect("an outage alerts");
         assert_eq!(subject, "[robotsgate] shop: crawling blocked");
-        assert!(text.contains("503") && text.contains("https://s/") && text.contains("1 verdicts flipped"), "{text}");
+        assert!(
+            text.contains("503")
+                && text.contains("https://s/")
+                && text.contains("1 verdict flipped")
+                && !text.contains("1 verdicts"),
+            "{text}"
+        );
         assert!(html.contains("<table") && html.contains("Googlebot"), "{html}");
     }
 

@@ -109,6 +109,13 @@ fn status_sequence(db: Db) {
     assert!(mails[0].contains("/products/shoes") && mails[0].contains("line 3: Disallow: /products/"), "{}", mails[0]);
     assert!(mails[0].contains("multipart/alternative") && mails[0].contains("text/html"), "{}", mails[0]);
     assert!(mails[0].contains("+Disallow: /products/"), "the unified diff is in the mail");
+    // Quoted-printable wraps long lines with a trailing `=`.
+    let unwrapped = mails[0].replace("=\r\n", "").replace("=\n", "");
+    assert!(
+        unwrapped
+            .contains("can no longer crawl /products/shoes (line 3: Disallow: /products/); 1 more verdict changed."),
+        "the first line says what broke: {unwrapped}"
+    );
 
     // The origin starts failing: crawling blocked, once, however long it lasts.
     origin.set("/robots.txt", Reply::status(503));
@@ -118,6 +125,7 @@ fn status_sequence(db: Db) {
     let mails = smtp.wait_for(2);
     assert_eq!(mails.len(), 2, "a persisting outage is not repeated");
     assert!(mails[1].contains("crawling blocked") && mails[1].contains("503"), "{}", mails[1]);
+    assert!(mails[1].contains("robots.txt answered 503"), "the first line names the outage: {}", mails[1]);
 
     // Recovery: one email, and the same bytes are not a new revision.
     origin.set("/robots.txt", Reply::ok(V2));

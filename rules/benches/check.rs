@@ -25,18 +25,20 @@ struct Input {
     paths: Vec<String>,
 }
 
+/// `body` with 10,000 URLs at its rules' edges, and their paths.
+fn input(name: &'static str, body: String, seed: u64) -> Input {
+    let urls = corpus::urls(&body, 10_000, seed);
+    let paths = urls
+        .iter()
+        .map(|u| String::from_utf8(rules::target::path_of(u.as_bytes()).into_owned()).unwrap_or_default())
+        .collect();
+    Input { name, body, urls, paths }
+}
+
 fn inputs() -> Vec<Input> {
     [("small", 20usize), ("medium", 1_000), ("large", 16_000)]
         .into_iter()
-        .map(|(name, rules)| {
-            let body = corpus::robots_txt(rules, 7);
-            let urls = corpus::urls(&body, 10_000, 11);
-            let paths = urls
-                .iter()
-                .map(|u| String::from_utf8(rules::target::path_of(u.as_bytes()).into_owned()).unwrap_or_default())
-                .collect();
-            Input { name, body, urls, paths }
-        })
+        .map(|(name, rules)| input(name, corpus::robots_txt(rules, 7), 11))
         .collect()
 }
 
@@ -50,15 +52,7 @@ fn shaped() -> Vec<Input> {
         ("large", Shape { rules: 15_926, wild_pct: 19, dollar_pct: 7, agent_lines: 16 }),
     ]
     .into_iter()
-    .map(|(name, shape)| {
-        let body = corpus::shop(shape, 17);
-        let urls = corpus::urls(&body, 10_000, 23);
-        let paths = urls
-            .iter()
-            .map(|u| String::from_utf8(rules::target::path_of(u.as_bytes()).into_owned()).unwrap_or_default())
-            .collect();
-        Input { name, body, urls, paths }
-    })
+    .map(|(name, shape)| input(name, corpus::shop(shape, 17), 23))
     .collect()
 }
 

@@ -430,6 +430,19 @@ fn default_user_agent() -> String {
     concat!("robotsgate-monitor/", env!("CARGO_PKG_VERSION"), " (robots.txt monitor)").into()
 }
 
+/// The YAML reader's limits. Its defaults (250,000 nodes) guard against
+/// hostile documents, but a monitor's config lists every site, about ten
+/// nodes each, so a 100,000-site fleet needs more; the file is the
+/// operator's own. Depth and alias limits stay at the defaults.
+fn yaml_options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = 20_000_000;
+    budget.max_events = 40_000_000;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
+}
+
 impl Config {
     /// The monitor's database: the `database:` value, or the embedded
     /// default `var/robotsgate.db`.
@@ -474,7 +487,7 @@ impl Config {
 
     /// Parses and validates YAML text; `path` only names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let config: Config = serde_saphyr::from_str(text).map_err(|e| ConfigError::Syntax {
+        let config: Config = serde_saphyr::from_str_with_options(text, yaml_options()).map_err(|e| ConfigError::Syntax {
             path: path.into(),
             message: explain::message(&e.to_string(), path, text),
         })?;
@@ -624,6 +637,13 @@ mod tests {
         .to_string();
         assert!(e.contains("line 6") && e.contains("unknown key `expekt`; did you mean `expect`?"), "{e}");
         assert!(!e.contains("untagged") && e.contains("--> test.yaml:6:"), "{e}");
+        // A 100,000-site fleet loads (the reader's default budget stops at
+        // 250,000 nodes).
+        let mut fleet = String::from("sites:\n");
+        for i in 0..100_000 {
+            fleet.push_str(&format!("  - name: s{i}\n    url: http://a/s/{i}/robots.txt\n    url_sets: {{ main: [/, /x] }}\n"));
+        }
+        assert_eq!(parse(&fleet).expect("a fleet config").sites.len(), 100_000);
         let e = parse("sites: []\ninterval: 1m\ninterval: 2m\n").unwrap_err().to_string();
         assert!(e.contains("line 3") && e.contains("key `interval` is given twice") && !e.contains("Policy"), "{e}");
         let e = parse("sites:\n  - {name: a, file: x}\n  - {name: a, file: y}\n").unwrap_err().to_string();

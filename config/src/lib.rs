@@ -81,6 +81,10 @@ pub struct Config {
     /// ignores them.
     #[serde(default)]
     pub proxy: Option<ProxySettings>,
+    /// Where alerts go besides email: webhooks and Slack, each for some
+    /// sites and severities.
+    #[serde(default)]
+    pub channels: Vec<Channel>,
     /// The monitor's web console. `robots-monitor run` serves it when this
     /// is set; `robots-monitor serve` always does.
     #[serde(default)]
@@ -318,6 +322,64 @@ pub enum Expectation {
     Disallow,
 }
 
+/// How much an alert matters.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertSeverity {
+    /// A change that disallows `/` for a tested crawler, or robots.txt
+    /// failing (5xx, 429, unreachable): Google stops crawling the site.
+    Critical,
+    /// Verdicts of saved URLs flipped, or pinned verdicts broke.
+    Warning,
+    /// The file changed and nothing tested moved.
+    Info,
+}
+
+impl AlertSeverity {
+    /// `critical`, `warning` or `info`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AlertSeverity::Critical => "critical",
+            AlertSeverity::Warning => "warning",
+            AlertSeverity::Info => "info",
+        }
+    }
+}
+
+/// An alert channel besides email: a signed JSON webhook, or a Slack
+/// incoming webhook. Alerts reach it through the same outbox as mail,
+/// retried until it answers 2xx.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Channel {
+    /// A unique name (it keys deliveries in the database).
+    pub name: String,
+    /// Where to POST the alert as JSON.
+    #[serde(default)]
+    pub webhook: Option<String>,
+    /// A Slack incoming-webhook URL.
+    #[serde(default)]
+    pub slack: Option<String>,
+    /// The environment variable holding the webhook's HMAC-SHA256 secret
+    /// (never the file); unsigned without it.
+    #[serde(default)]
+    pub secret_env: Option<String>,
+    /// Only alerts of these severities (default: all).
+    #[serde(default)]
+    pub severities: Vec<AlertSeverity>,
+    /// Only alerts of these sites (default: all).
+    #[serde(default)]
+    pub sites: Vec<String>,
+}
+
+impl Channel {
+    /// Whether an alert of `severity` about `site` goes to this channel.
+    pub fn takes(&self, site: &str, severity: AlertSeverity) -> bool {
+        (self.severities.is_empty() || self.severities.contains(&severity))
+            && (self.sites.is_empty() || self.sites.iter().any(|s| s == site))
+    }
+}
+
 /// The monitor's web console. Reading needs nothing; anything that writes
 /// needs the admin token (`ROBOTSGATE_ADMIN_TOKEN`, never the file).
 #[derive(Clone, Debug, Deserialize)]
@@ -487,9 +549,8 @@ impl Config {
 
     /// Parses and validates YAML text; `path` only names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let config: Config = serde_saphyr::from_str_with_options(text, yaml_options()).map_err(|e| ConfigError::Syntax {
-            path: path.into(),
-            message: explain::message(&e.to_string(), path, text),
+        let config: Config = serde_saphyr::from_str_with_options(text, yaml_options()).map_err(|e| {
+            ConfigError::Syntax { path: path.into(), message: explain::message(&e.to_string(), path, text) }
         })?;
         config.validate(path)?;
         Ok(config)
@@ -500,6 +561,30 @@ impl Config {
             |key: String, message: &str| ConfigError::Invalid { path: path.into(), key, message: message.into() };
         if self.interval.is_zero() {
             return Err(invalid("interval".into(), "must be more than zero"));
+        }
+        let mut channel_names = std::collections::HashSet::new();
+        for (i, ch) in self.channels.iter().enumerate() {
+            let key = |k: &str| format!("channels[{i}].{k}");
+            if ch.name.trim().is_empty() || !channel_names.insert(ch.name.as_str()) {
+                return Err(invalid(key("name"), "must be present and unique"));
+            }
+            let url = match (&ch.webhook, &ch.slack) {
+                (Some(u), None) | (None, Some(u)) => u,
+                _ => return Err(invalid(key("webhook"), "give exactly one of `webhook` and `slack`")),
+            };
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(invalid(
+                    key(if ch.webhook.is_some() { "webhook" } else { "slack" }),
+                    "must be an http(s) URL",
+                ));
+            }
+            if let Some(s) = ch.sites.iter().find(|s| !self.sites.iter().any(|site| &site.name == *s)) {
+                return Err(ConfigError::Invalid {
+                    path: path.into(),
+                    key: key("sites"),
+                    message: format!("names `{s}`, which is not a site in this file"),
+                });
+            }
         }
         let mut names = std::collections::HashSet::new();
         for (i, site) in self.sites.iter().enumerate() {
@@ -641,7 +726,9 @@ mod tests {
         // 250,000 nodes).
         let mut fleet = String::from("sites:\n");
         for i in 0..100_000 {
-            fleet.push_str(&format!("  - name: s{i}\n    url: http://a/s/{i}/robots.txt\n    url_sets: {{ main: [/, /x] }}\n"));
+            fleet.push_str(&format!(
+                "  - name: s{i}\n    url: http://a/s/{i}/robots.txt\n    url_sets: {{ main: [/, /x] }}\n"
+            ));
         }
         assert_eq!(parse(&fleet).expect("a fleet config").sites.len(), 100_000);
         let e = parse("sites: []\ninterval: 1m\ninterval: 2m\n").unwrap_err().to_string();

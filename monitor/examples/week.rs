@@ -90,6 +90,8 @@ async fn main() -> anyhow::Result<()> {
                         reason: None,
                         verdicts: Vec::new(),
                         alert: None,
+                        severity: "info",
+                        channels: Vec::new(),
                     });
                     let committed = store.commit(&rec, new_state.as_ref()).await?.expect("one writer per site");
                     if committed.state_id.is_some() {

@@ -278,6 +278,23 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     Some((subject, text, html))
 }
 
+/// How much a change matters. Critical: Google stops crawling the site
+/// (robots.txt now fails with 5xx, 429 or no answer) or a tested crawler
+/// may no longer fetch `/`. Warning: verdicts of saved URLs flipped, or
+/// pins broke. Info: anything else worth an alert.
+pub fn severity(c: &Change<'_>) -> robotsgate_config::AlertSeverity {
+    use robotsgate_config::AlertSeverity;
+    let was_blocked = c.old.is_some_and(Policy::blocks_everything);
+    let root_lost = c.flips.iter().any(|f| !f.new.allowed && &*rules::target::path_of(f.url.as_bytes()) == b"/");
+    if (c.new.blocks_everything() && !was_blocked) || root_lost {
+        AlertSeverity::Critical
+    } else if !c.flips.is_empty() || !c.broken.is_empty() {
+        AlertSeverity::Warning
+    } else {
+        AlertSeverity::Info
+    }
+}
+
 /// What happened, in one sentence: the outage as Google reads it, or the
 /// first crawler and URL that changed and the line that decided.
 fn first_line(c: &Change<'_>, events: &[String]) -> String {

@@ -4,6 +4,7 @@
 //! the steps, so tests can drive them too.
 
 pub mod change;
+pub mod channels;
 pub mod console;
 pub mod excerpt;
 pub mod mail;

@@ -220,7 +220,7 @@ impl Monitor {
                     Source::File(p) => p.display().to_string(),
                     Source::None => String::new(),
                 };
-                let alert = change::alert(&Change {
+                let change = Change {
                     site: &site.name,
                     location: &location,
                     old: known.as_ref().map(|k| &k.policy),
@@ -231,8 +231,22 @@ impl Monitor {
                     truncated: outcome.truncated,
                     flips: &flips,
                     broken: change::broken(&policy, &targets, &agents),
-                });
+                };
+                let alert = change::alert(&change);
+                let severity = change::severity(&change);
+                let channels = match alert {
+                    Some(_) => self
+                        .config
+                        .channels
+                        .iter()
+                        .filter(|c| c.takes(&site.name, severity))
+                        .map(|c| c.name.clone())
+                        .collect(),
+                    None => Vec::new(),
+                };
                 NewState {
+                    severity: severity.as_str(),
+                    channels,
                     previous: known.as_ref().map(|k| k.state_id),
                     key: key.clone(),
                     with_revision: body.is_some(),
@@ -341,11 +355,12 @@ impl Monitor {
         Ok(known)
     }
 
-    /// Sends every alert that is due; returns how many were sent. Without
-    /// email configured, alerts stay recorded (and were logged when queued).
+    /// Sends every alert that is due, by mail and to its channels; returns
+    /// how many were sent. Without email configured, alerts stay recorded
+    /// (and were logged when queued).
     pub async fn deliver_once(&self) -> Result<usize, StoreError> {
-        let Some(mailer) = &self.mailer else { return Ok(0) };
-        let mut sent = 0;
+        let mut sent = self.deliver_channels().await?;
+        let Some(mailer) = &self.mailer else { return Ok(sent) };
         while let Some(alert) = self.store.claim_alert(now_ms(), ALERT_LEASE.as_millis() as i64).await? {
             match mailer.send(&alert).await {
                 Ok(()) => {
@@ -361,6 +376,35 @@ impl Monitor {
                     break;
                 }
             }
+        }
+        Ok(sent)
+    }
+
+    /// Sends every channel delivery that is due (webhooks, Slack).
+    async fn deliver_channels(&self) -> Result<usize, StoreError> {
+        if self.config.channels.is_empty() {
+            return Ok(0);
+        }
+        let mut sent = 0;
+        // A channel that failed waits for its back-off; the others go on.
+        let mut failed: Vec<String> = Vec::new();
+        while let Some(d) = crate::channels::claim(&self.store, now_ms(), &failed).await? {
+            let result = match self.config.channels.iter().find(|c| c.name == d.channel) {
+                Some(channel) => crate::channels::send(&self.client, channel, &d, now_ms()).await,
+                // A channel removed from the config since: say so, and keep it.
+                None => Err(format!("no channel named `{}` in the config", d.channel)),
+            };
+            match &result {
+                Ok(()) => {
+                    tracing::info!(site = %d.site, channel = %d.channel, "alert delivered");
+                    sent += 1;
+                }
+                Err(e) => tracing::warn!(site = %d.site, channel = %d.channel, error = %e, "alert delivery failed"),
+            }
+            if result.is_err() {
+                failed.push(d.channel.clone());
+            }
+            crate::channels::finish(&self.store, &d, result, now_ms()).await?;
         }
         Ok(sent)
     }

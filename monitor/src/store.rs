@@ -156,6 +156,10 @@ pub struct NewState {
     pub verdicts: Vec<VerdictRow>,
     /// The alert to send, if the change is worth one: (subject, text, html).
     pub alert: Option<(String, String, String)>,
+    /// How much the alert matters: `critical`, `warning` or `info`.
+    pub severity: &'static str,
+    /// The channels (besides email) the alert goes to.
+    pub channels: Vec<String>,
 }
 
 /// A site's fetches in one UTC day.
@@ -388,8 +392,9 @@ impl Store {
                 .map_err(q("recording a verdict"))?;
             }
             if let Some((subject, text, html)) = &state.alert {
-                sqlx::query(
-                    "INSERT INTO alerts (site, state_id, created_at, subject, body_text, body_html, next_attempt_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                let row = sqlx::query(
+                    "INSERT INTO alerts (site, state_id, created_at, subject, body_text, body_html, next_attempt_at, severity) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
                 )
                 .bind(&rec.site)
                 .bind(state_id)
@@ -398,9 +403,20 @@ impl Store {
                 .bind(text)
                 .bind(html)
                 .bind(rec.at)
-                .execute(&mut *tx)
+                .bind(state.severity)
+                .fetch_one(&mut *tx)
                 .await
                 .map_err(q("queueing an alert"))?;
+                let alert_id: i64 = row.try_get("id").map_err(q("reading an alert id"))?;
+                for channel in &state.channels {
+                    sqlx::query("INSERT INTO deliveries (alert_id, channel, next_attempt_at) VALUES ($1, $2, $3)")
+                        .bind(alert_id)
+                        .bind(channel)
+                        .bind(rec.at)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(q("queueing a delivery"))?;
+                }
                 out.alerted = true;
             }
             out.state_id = Some(state_id);

@@ -292,6 +292,77 @@ fn smtp_outage_loses_nothing() {
     assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL"), 0);
 }
 
+/// Webhook and Slack channels through the outbox: a webhook for critical
+/// and warning alerts (signed), a Slack channel for critical ones only.
+/// Both receivers are down when the outage is alerted, then come back:
+/// each alert reaches each channel that takes it exactly once.
+#[test]
+fn channels_receive_each_alert_once_through_an_outage() {
+    use hmac::{KeyInit, Mac};
+    let dir = temp_dir("channels");
+    let database = fresh_database(Db::Sqlite, &dir).unwrap();
+    let origin = Origin::start();
+    let (hook_port, slack_port) = (free_port(), free_port());
+    let channels = format!(
+        "channels:\n  - name: ops\n    webhook: http://127.0.0.1:{hook_port}/hook\n    secret_env: TEST_HOOK_SECRET\n    severities: [critical, warning]\n\
+         \x20 - name: seo\n    slack: http://127.0.0.1:{slack_port}/slack\n    severities: [critical]\n    sites: [shop]\n"
+    );
+    let yaml = format!("{}{channels}", config(&database, &origin, free_port(), ""));
+    let cfg = write_config(&dir, &yaml);
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
+            .arg("--config")
+            .arg(&cfg)
+            .args(args)
+            .env("TEST_HOOK_SECRET", "s3cret")
+            .env("ROBOTSGATE_LOG", "warn")
+            .output()
+            .expect("robots-monitor");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    origin.set("/robots.txt", Reply::ok(V1));
+    run(&["once"]);
+    // The outage, with both receivers down: queued, attempted, kept.
+    origin.set("/robots.txt", Reply::status(503));
+    run(&["once"]);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM deliveries WHERE sent_at IS NULL AND attempts = 1"), 2);
+    assert_eq!(scalar_text(&database, "SELECT severity FROM alerts ORDER BY id DESC LIMIT 1"), "critical");
+    // Recovery while still down: a warning, for the webhook only.
+    origin.set("/robots.txt", Reply::ok(V1));
+    run(&["once"]);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM deliveries"), 3);
+    // Both come back; after the back-off every delivery goes out once.
+    let (hook, slack) = (Receiver::start_on(hook_port), Receiver::start_on(slack_port));
+    scalar(&database, "UPDATE deliveries SET next_attempt_at = 0 WHERE sent_at IS NULL RETURNING 0");
+    run(&["once"]);
+    run(&["once"]);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM deliveries WHERE sent_at IS NULL"), 0);
+    let hooks = hook.requests();
+    assert_eq!(hooks.len(), 2, "one request per alert: {hooks:?}");
+    let ids: std::collections::HashSet<&str> =
+        hooks.iter().filter_map(|(h, _)| Receiver::header(h, "X-Robotsgate-Delivery")).collect();
+    assert_eq!(ids.len(), 2);
+    for (head, body) in &hooks {
+        let ts = Receiver::header(head, "X-Robotsgate-Timestamp").expect("timestamp");
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
+        mac.update(format!("{ts}.{body}").as_bytes());
+        let want: String = mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(Receiver::header(head, "X-Robotsgate-Signature"), Some(format!("sha256={want}").as_str()));
+        let json: serde_json::Value = serde_json::from_str(body).expect("JSON");
+        assert_eq!(json["site"], "shop");
+    }
+    let severities: Vec<String> = hooks
+        .iter()
+        .map(|(_, b)| serde_json::from_str::<serde_json::Value>(b).unwrap()["severity"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(severities, ["critical", "warning"]);
+    let slacks = slack.requests();
+    assert_eq!(slacks.len(), 1, "Slack takes critical alerts only: {slacks:?}");
+    let text = serde_json::from_str::<serde_json::Value>(&slacks[0].1).unwrap()["text"].as_str().unwrap().to_string();
+    assert!(text.starts_with(":rotating_light: *[robotsgate] shop: crawling blocked*"), "{text}");
+    assert!(Receiver::header(&slacks[0].0, "X-Robotsgate-Signature").is_none(), "Slack is not signed");
+}
+
 /// STARTTLS and SMTPS against a relay whose certificate only a private CA
 /// vouches for: refused until `email.ca_file` names that CA, then sent.
 #[test]

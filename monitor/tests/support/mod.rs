@@ -44,3 +44,76 @@ pub fn daemon(config: &Path) -> Proc {
             .expect("start robots-monitor run"),
     )
 }
+
+/// A webhook receiver on loopback: records each request's headers and body
+/// and answers 200. `stop` closes the port (a receiver that is down);
+/// `start_on` brings one back on the same port.
+pub struct Receiver {
+    pub port: u16,
+    got: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Receiver {
+    pub fn start_on(port: u16) -> Receiver {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).expect("receiver port");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (g, s) = (got.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !s.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok((stream, _)) = listener.accept() else {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    continue;
+                };
+                stream.set_nonblocking(false).ok();
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut head = String::new();
+                let mut len = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0; len];
+                reader.read_exact(&mut body).ok();
+                g.lock().unwrap().push((head, String::from_utf8_lossy(&body).into_owned()));
+                let mut stream = stream;
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            }
+        });
+        Receiver { port, got, stop }
+    }
+
+    /// Every request so far: (head, body).
+    pub fn requests(&self) -> Vec<(String, String)> {
+        self.got.lock().unwrap().clone()
+    }
+
+    /// The header `name` of a request head.
+    pub fn header<'h>(head: &'h str, name: &str) -> Option<&'h str> {
+        head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+
+    pub fn stop(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Let the accept loop see the flag and drop the listener.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -3,7 +3,10 @@
 # polled every minute by the real daemon on embedded SQLite, for MINUTES
 # minutes. Prints CPU time, peak memory, fetches done and database growth,
 # and the growth extrapolated to a day. Loopback only.
-#   scripts/bench-monitor.sh [SITES=10000] [MINUTES=3]
+#   [WARMUP=5] scripts/bench-monitor.sh [SITES=10000] [MINUTES=3]
+# WARMUP is how many seconds pass before the window opens: long enough, at
+# scale, for every site's first poll (which writes its first revision,
+# state and verdicts) to be behind, so the window shows steady state.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sites=${1:-10000}
@@ -33,7 +36,7 @@ trap 'kill $origin ${daemon:-} 2>/dev/null || true' EXIT
 ROBOTSGATE_LOG=warn target/release/robots-monitor --config "$work/config.yaml" run &
 daemon=$!
 ticks=$(getconf CLK_TCK)
-sleep 5
+sleep "${WARMUP:-5}"
 size_start=$(du -sb "$work" | cut -f1)
 cpu_start=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
 fetch_count() { sqlite3 "$work/history.db" 'SELECT COALESCE(SUM(polls), 0) FROM fetches' 2>/dev/null || echo 0; }

@@ -3,7 +3,8 @@
 # polled every minute by the real daemon on embedded SQLite, for MINUTES
 # minutes. Prints CPU time, peak memory, fetches done and database growth,
 # and the growth extrapolated to a day. Loopback only.
-#   [WARMUP=5] scripts/bench-monitor.sh [SITES=10000] [MINUTES=3]
+#   [WARMUP=5] [DATABASE=postgres://…] scripts/bench-monitor.sh [SITES=10000] [MINUTES=3]
+# DATABASE: an empty PostgreSQL database instead of a fresh SQLite file.
 # WARMUP is how many seconds pass before the window opens: long enough, at
 # scale, for every site's first poll (which writes its first revision,
 # state and verdicts) to be behind, so the window shows steady state.
@@ -21,8 +22,9 @@ target/release/examples/origin_fleet "$port" 2>/dev/null &
 origin=$!
 trap 'kill $origin ${daemon:-} 2>/dev/null || true' EXIT
 
+database=${DATABASE:-$work/history.db}
 {
-  echo "database: $work/history.db"
+  echo "database: $database"
   echo "agents: [Googlebot, bingbot, GPTBot]"
   echo "interval: 1m"
   echo "sites:"
@@ -37,14 +39,24 @@ ROBOTSGATE_LOG=warn target/release/robots-monitor --config "$work/config.yaml" r
 daemon=$!
 ticks=$(getconf CLK_TCK)
 sleep "${WARMUP:-5}"
-size_start=$(du -sb "$work" | cut -f1)
+db_size() {
+  if [[ $database == postgres* ]]; then
+    psql "$database" -Atc 'SELECT pg_database_size(current_database())'
+  else
+    du -sb "$work" | cut -f1
+  fi
+}
+size_start=$(db_size)
 cpu_start=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
-fetch_count() { sqlite3 "$work/history.db" 'SELECT COALESCE(SUM(polls), 0) FROM fetches' 2>/dev/null || echo 0; }
+fetch_count() {
+  local sql='SELECT CAST(COALESCE(SUM(polls), 0) AS BIGINT) FROM fetches'
+  if [[ $database == postgres* ]]; then psql "$database" -Atc "$sql"; else sqlite3 "$database" "$sql" 2>/dev/null || echo 0; fi
+}
 fetch_start=$(fetch_count)
 sleep $((minutes * 60))
 cpu_end=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
 rss_peak=$(awk '/VmHWM/ {print $2}' "/proc/$daemon/status")
-size_end=$(du -sb "$work" | cut -f1)
+size_end=$(db_size)
 fetch_end=$(fetch_count)
 kill -TERM "$daemon"; wait "$daemon" || true
 daemon=

@@ -102,10 +102,17 @@ pub async fn open(database: &str, base: &Path, options: Options) -> Result<Db, O
     };
     let pool = AnyPoolOptions::new()
         .max_connections(if backend == Backend::Sqlite { 1 } else { options.max_connections })
-        // Keep no idle connections open longer than needed: a fleet of
-        // daemons on one PostgreSQL should not hold its connection slots.
         .min_connections(0)
-        .idle_timeout(Some(std::time::Duration::from_secs(60)))
+        // No idle timeout and no maximum lifetime: either starts sqlx
+        // 0.9.0's maintenance task, which loops over `num_idle()` without
+        // yielding. That count is raised after a released connection's
+        // permit is given back, so under heavy churn it can be read as
+        // 0 - 1 (wrapped): the task then spins forever on a worker thread,
+        // starving the tasks queued behind it. Seen at 100,000 sites on
+        // PostgreSQL: polling stopped and SIGTERM could not finish. A pool
+        // holds at most `max_connections` (8) idle connections instead.
+        .idle_timeout(None)
+        .max_lifetime(None)
         .acquire_timeout(options.acquire_timeout)
         // A wait of a second or two for a connection is normal under load
         // (SQLite has one writer); sqlx warns after 2 s, which at 10,000

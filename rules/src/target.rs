@@ -59,10 +59,10 @@ pub fn path_of(url: &[u8]) -> Cow<'_, [u8]> {
             Some(_) => i += 1,
         }
     };
-    let end = memchr::memchr(b'#', &url[path_start..]).map_or(url.len(), |h| path_start + h);
-    // Google-specific: the matcher takes the path as a C string, so only
-    // the bytes before a NUL count (`/\0a` is `/`).
-    let end = memchr::memchr(0, &url[path_start..end]).map_or(end, |z| path_start + z);
+    // The path ends at the fragment's `#` and, Google-specific, at a NUL:
+    // the matcher takes the path as a C string, so only the bytes before a
+    // NUL count (`/\0a` is `/`). Both cut, so the first of either ends it.
+    let end = memchr::memchr2(b'#', 0, &url[path_start..]).map_or(url.len(), |h| path_start + h);
     let path = &url[path_start..end];
     if path[0] == b'/' {
         Cow::Borrowed(path)

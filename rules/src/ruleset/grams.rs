@@ -191,7 +191,6 @@ impl GramIndex {
             return best;
         }
         let mut scan = Scan {
-            index: self,
             table: &t.grams[range(self.table)],
             filter: &t.bits[range(self.filter)],
             rules,
@@ -201,29 +200,45 @@ impl GramIndex {
             n_seen: 0,
             best,
         };
-        if self.widths == 1 << (WIDTH - 1) {
-            // Only four-byte grams, as in most files: one load per position.
-            for w in path.windows(WIDTH) {
-                if !scan.gram(u32::from_le_bytes([w[0], w[1], w[2], w[3]])) {
-                    break;
+        // The masks of the gram widths in use, narrowest first. Near the end
+        // of the path a wide gram is read zero-padded, which may equal a
+        // narrower key: that costs a probe and misses nothing, since every
+        // candidate is matched in full. So no position needs a bounds check.
+        let mut masks = [0u32; WIDTH];
+        let mut n = 0;
+        for w in 1..=WIDTH {
+            if self.widths & (1 << (w - 1)) != 0 {
+                masks[n] = if w == WIDTH { u32::MAX } else { (1 << (8 * w)) - 1 };
+                n += 1;
+            }
+        }
+        let masks = &masks[..n];
+        // Locals, so that the loop keeps them in registers: this loop is a
+        // third of a check on shop-shaped files.
+        let (seed, filter_mask, filter) = (self.seed, self.filter_mask, scan.filter);
+        let passes = |k: u32| {
+            let h = mix(k, seed);
+            let bit = (h >> 32) as u32 & filter_mask;
+            ((filter[(bit / 64) as usize] >> (bit % 64)) & 1 != 0).then_some(h)
+        };
+        let body = path.len().saturating_sub(WIDTH - 1);
+        for w in path.windows(WIDTH) {
+            let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            for &m in masks {
+                if let Some(h) = passes(word & m)
+                    && !scan.probe(word & m, h)
+                {
+                    return scan.best;
                 }
             }
-            return scan.best;
         }
-        'path: for p in 0..path.len() {
-            let word = match path.get(p..p + WIDTH) {
-                Some(w) => u32::from_le_bytes([w[0], w[1], w[2], w[3]]),
-                None => key(&path[p..]),
-            };
-            let mut widths = self.widths;
-            while widths != 0 {
-                let w = widths.trailing_zeros() as usize + 1;
-                widths &= widths - 1;
-                if p + w > path.len() {
-                    break;
-                }
-                if !scan.gram(if w == WIDTH { word } else { word & ((1 << (8 * w)) - 1) }) {
-                    break 'path;
+        for p in body..path.len() {
+            let word = key(&path[p..]);
+            for &m in masks {
+                if let Some(h) = passes(word & m)
+                    && !scan.probe(word & m, h)
+                {
+                    return scan.best;
                 }
             }
         }
@@ -233,7 +248,6 @@ impl GramIndex {
 
 /// One check's pass over a path.
 struct Scan<'i, 't, 'a> {
-    index: &'i GramIndex,
     table: &'i [(u32, u32)],
     filter: &'i [u64],
     rules: &'t [Rule],
@@ -246,19 +260,9 @@ struct Scan<'i, 't, 'a> {
 }
 
 impl Scan<'_, '_, '_> {
-    /// Checks the bucket of gram `k`, found in the path, if there is one
-    /// and it was not checked yet. Returns false when the scan is complete.
-    #[inline(always)]
-    fn gram(&mut self, k: u32) -> bool {
-        let h = mix(k, self.index.seed);
-        let bit = (h >> 32) as u32 & self.index.filter_mask;
-        if (self.filter[(bit / 64) as usize] >> (bit % 64)) & 1 == 0 {
-            return true;
-        }
-        self.probe(k, h)
-    }
-
-    /// The rest of [`Scan::gram`], for the few grams that pass the filter.
+    /// Checks the bucket of gram `k` (hash `h`), found in the path and
+    /// passed by the filter, if it has one and it was not checked yet.
+    /// Returns false when the scan is complete.
     #[inline(never)]
     fn probe(&mut self, k: u32, h: u64) -> bool {
         let Some(first) = lookup(self.table, k, h) else { return true };

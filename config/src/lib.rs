@@ -69,6 +69,13 @@ pub struct Config {
     /// How long fetch rows are kept; revisions are kept forever.
     #[serde(default = "default_retention", with = "humantime_serde_compat")]
     pub fetch_retention: Duration,
+    /// How long robots.txt may fail (5xx, 429, no answer) before the outage
+    /// is critical. Google stops crawling at the first failure, but short
+    /// CDN blips are common: with `15m`, an outage is a warning when it
+    /// starts and, if it lasts, a second, critical alert follows. `0s`
+    /// (the default) makes every outage critical at once.
+    #[serde(default, with = "humantime_serde_compat")]
+    pub critical_after: Duration,
     /// The sites to watch.
     pub sites: Vec<Site>,
     /// Where alerts are emailed. Without it, alerts are recorded and logged.
@@ -370,6 +377,26 @@ pub struct Channel {
     /// Only alerts of these sites (default: all).
     #[serde(default)]
     pub sites: Vec<String>,
+    /// `daily`: one message a day listing the alerts this channel takes,
+    /// instead of one message per alert.
+    #[serde(default)]
+    pub digest: Option<Digest>,
+    /// The UTC hour (0-23) the daily digest goes out; 8 by default.
+    #[serde(default = "default_digest_hour")]
+    pub digest_hour: u8,
+}
+
+/// How often a digest channel receives its digest.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Digest {
+    /// Once a day, at the channel's `digest_hour`, covering the 24 hours
+    /// before it.
+    Daily,
+}
+
+fn default_digest_hour() -> u8 {
+    8
 }
 
 impl Channel {
@@ -388,11 +415,15 @@ pub struct Console {
     /// `host:port`; localhost by default, so nothing is exposed unasked.
     #[serde(default = "default_console_listen")]
     pub listen: String,
+    /// The address people reach the console at (`https://robots.example.com`),
+    /// for links in alerts; none without it.
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 impl Default for Console {
     fn default() -> Console {
-        Console { listen: default_console_listen() }
+        Console { listen: default_console_listen(), url: None }
     }
 }
 
@@ -577,6 +608,9 @@ impl Config {
                     key(if ch.webhook.is_some() { "webhook" } else { "slack" }),
                     "must be an http(s) URL",
                 ));
+            }
+            if ch.digest_hour > 23 {
+                return Err(invalid(key("digest_hour"), "must be an hour of the day, 0 to 23 (UTC)"));
             }
             if let Some(s) = ch.sites.iter().find(|s| !self.sites.iter().any(|site| &site.name == *s)) {
                 return Err(ConfigError::Invalid {

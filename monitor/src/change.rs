@@ -111,6 +111,11 @@ pub struct Change<'a> {
     pub flips: &'a [Flip],
     /// URLs and crawlers that break their pinned verdict now.
     pub broken: Vec<(String, String, Expectation)>,
+    /// An outage is critical as it starts (`critical_after` is zero);
+    /// otherwise it starts as a warning and [`escalation`] follows.
+    pub outage_critical: bool,
+    /// The console's public address, for links in the alert.
+    pub console: Option<&'a str>,
 }
 
 /// Renders the alert for a change, or `None` when nothing in it is worth
@@ -221,14 +226,14 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
         let _ = writeln!(text, "\nChange to robots.txt:\n{d}");
     }
 
+    let link = c.console.map(|base| site_link(base, c.site));
+    if let Some(link) = &link {
+        let _ = writeln!(text, "\nIn the console: {link}");
+    }
+
     let mut html = String::new();
-    let _ = write!(
-        html,
-        "<html><body><p><strong>{}</strong></p><h2>{}</h2><p>{}</p><ul>",
-        esc(&first),
-        esc(c.site),
-        esc(c.location)
-    );
+    let _ =
+        write!(html, "<p><strong>{}</strong></p><h2>{}</h2><p>{}</p><ul>", esc(&first), esc(c.site), esc(c.location));
     for e in &events {
         let _ = write!(html, "<li>{}</li>", esc(e));
     }
@@ -272,23 +277,94 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
         html.push_str("</ul>");
     }
     if let Some(d) = &diff {
-        let _ = write!(html, "<h3>Change to robots.txt</h3><pre>{}</pre>", esc(d));
+        let _ = write!(html, "<h3>Change to robots.txt</h3><pre style=\"{PRE}\">{}</pre>", esc(d));
+    }
+    Some((subject, text, styled(severity(c), &html, link.as_deref())))
+}
+
+/// Monospace block style for mail clients, which drop `<style>` sheets.
+const PRE: &str = "background:#f6f8fa;padding:8px;overflow-x:auto;font-size:13px";
+
+/// The console's page of `site`.
+fn site_link(base: &str, site: &str) -> String {
+    let mut url = format!("{}/sites/", base.trim_end_matches('/'));
+    // Site names are the operator's, but may hold anything a URL path does not.
+    for b in site.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            url.push(b as char);
+        } else {
+            let _ = write!(url, "%{b:02X}");
+        }
+    }
+    url
+}
+
+/// An alert's HTML: a banner in the severity's colour, the content, and a
+/// link to the console when its address is known. Inline styles only, as
+/// mail clients strip style sheets; the content is escaped by the caller.
+fn styled(severity: robotsgate_config::AlertSeverity, inner: &str, link: Option<&str>) -> String {
+    use robotsgate_config::AlertSeverity;
+    let (colour, label) = match severity {
+        AlertSeverity::Critical => ("#b42318", "CRITICAL"),
+        AlertSeverity::Warning => ("#b54708", "WARNING"),
+        AlertSeverity::Info => ("#175cd3", "INFO"),
+    };
+    let mut html = String::from(
+        "<!DOCTYPE html><html><body style=\"margin:0;padding:16px;font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#101828\">",
+    );
+    let _ = write!(
+        html,
+        "<div style=\"background:{colour};color:#fff;padding:8px 12px;border-radius:4px;font-weight:bold\">{label} · robotsgate</div>"
+    );
+    html.push_str(inner);
+    if let Some(link) = link {
+        let _ =
+            write!(html, "<p><a href=\"{}\" style=\"color:{colour}\">Open the site in the console</a></p>", esc(link));
     }
     html.push_str("</body></html>");
-    Some((subject, text, html))
+    html
+}
+
+/// The alert of an outage that outlasted `critical_after`: robots.txt has
+/// failed since `since` (Unix ms), and Google has not crawled since.
+pub fn escalation(
+    site: &str,
+    location: &str,
+    reason: &str,
+    since: i64,
+    now: i64,
+    console: Option<&str>,
+) -> (String, String, String) {
+    let minutes = (now - since).max(0) / 60_000;
+    let lasted =
+        if minutes >= 120 { format!("{} hours", minutes / 60) } else { plural(minutes as usize, "minute", "minutes") };
+    let subject = format!("[robotsgate] {site}: crawling still blocked after {lasted}");
+    let first =
+        format!("robots.txt has failed for {lasted} ({reason}); Google crawls nothing on the site until it answers.");
+    let link = console.map(|base| site_link(base, site));
+    let mut text = format!("{first}\n\nSite: {site} ({location})\n");
+    if let Some(link) = &link {
+        let _ = writeln!(text, "\nIn the console: {link}");
+    }
+    let inner = format!("<p><strong>{}</strong></p><h2>{}</h2><p>{}</p>", esc(&first), esc(site), esc(location));
+    (subject, text, styled(robotsgate_config::AlertSeverity::Critical, &inner, link.as_deref()))
 }
 
 /// How much a change matters. Critical: Google stops crawling the site
-/// (robots.txt now fails with 5xx, 429 or no answer) or a tested crawler
-/// may no longer fetch `/`. Warning: verdicts of saved URLs flipped, or
-/// pins broke. Info: anything else worth an alert.
+/// (robots.txt now fails with 5xx, 429 or no answer; a warning instead
+/// when `critical_after` gives the outage time) or a tested crawler may no
+/// longer fetch `/`. Warning: verdicts of saved URLs flipped, or pins
+/// broke. Info: anything else worth an alert.
 pub fn severity(c: &Change<'_>) -> robotsgate_config::AlertSeverity {
     use robotsgate_config::AlertSeverity;
     let was_blocked = c.old.is_some_and(Policy::blocks_everything);
-    let root_lost = c.flips.iter().any(|f| !f.new.allowed && &*rules::target::path_of(f.url.as_bytes()) == b"/");
-    if (c.new.blocks_everything() && !was_blocked) || root_lost {
+    let outage = c.new.blocks_everything() && !was_blocked;
+    // An outage closes `/` too; it is judged by `critical_after` instead.
+    let root_lost = !c.new.blocks_everything()
+        && c.flips.iter().any(|f| !f.new.allowed && &*rules::target::path_of(f.url.as_bytes()) == b"/");
+    if (outage && c.outage_critical) || root_lost {
         AlertSeverity::Critical
-    } else if !c.flips.is_empty() || !c.broken.is_empty() {
+    } else if outage || !c.flips.is_empty() || !c.broken.is_empty() {
         AlertSeverity::Warning
     } else {
         AlertSeverity::Info
@@ -400,6 +476,8 @@ mod tests {
             truncated: false,
             flips: &flips,
             broken: Vec::new(),
+            outage_critical: true,
+            console: None,
         };
         let (subject, text, html) = alert(&c).expect("an outage alerts");
         assert_eq!(subject, "[robotsgate] shop: crawling blocked");
@@ -428,6 +506,8 @@ mod tests {
             truncated: false,
             flips: &[],
             broken: Vec::new(),
+            outage_critical: true,
+            console: None,
         };
         assert!(alert(&c).is_none());
     }

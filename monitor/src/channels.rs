@@ -42,7 +42,7 @@ pub struct Delivery {
     pub attempts: i64,
 }
 
-fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+pub(crate) fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |source| StoreError::Query { doing, source }
 }
 
@@ -113,18 +113,14 @@ pub async fn finish(store: &Store, d: &Delivery, result: Result<(), String>, now
         .bind(now)
         .bind(d.alert_id)
         .bind(d.channel.clone()),
-        Err(e) => {
-            // 30 s, 1 min, 2 min … capped at 1 h, as mail.
-            let backoff = 30_000i64.saturating_mul(1 << d.attempts.clamp(0, 7)).min(3_600_000);
-            sqlx::query(
-                "UPDATE deliveries SET next_attempt_at = $1, attempts = attempts + 1, last_error = $4 \
+        Err(e) => sqlx::query(
+            "UPDATE deliveries SET next_attempt_at = $1, attempts = attempts + 1, last_error = $4 \
                  WHERE alert_id = $2 AND channel = $3",
-            )
-            .bind(now + backoff)
-            .bind(d.alert_id)
-            .bind(d.channel.clone())
-            .bind(Some(e))
-        }
+        )
+        .bind(now + backoff(d.attempts))
+        .bind(d.alert_id)
+        .bind(d.channel.clone())
+        .bind(Some(e)),
     };
     query.execute(store.pool()).await.map_err(q("recording a delivery"))?;
     Ok(())
@@ -166,16 +162,31 @@ pub fn signature(secret: &[u8], timestamp: i64, body: &str) -> String {
 
 /// Sends one delivery to its channel; `Err` with what went wrong.
 pub async fn send(client: &reqwest::Client, channel: &Channel, d: &Delivery, now: i64) -> Result<(), String> {
+    let id = format!("{}:{}", d.alert_id, d.channel);
+    post(client, channel, &id, || webhook_body(d), || slack_body(d), now).await
+}
+
+/// POSTs one message to `channel`: the webhook's JSON (signed when the
+/// channel has a secret) or Slack's, with `id` for receivers to fold
+/// repeats by.
+pub async fn post(
+    client: &reqwest::Client,
+    channel: &Channel,
+    id: &str,
+    webhook: impl FnOnce() -> String,
+    slack: impl FnOnce() -> String,
+    now: i64,
+) -> Result<(), String> {
     let (url, body) = match (&channel.webhook, &channel.slack) {
-        (Some(url), _) => (url, webhook_body(d)),
-        (None, Some(url)) => (url, slack_body(d)),
+        (Some(url), _) => (url, webhook()),
+        (None, Some(url)) => (url, slack()),
         (None, None) => return Err("the channel has no URL".into()),
     };
     let mut request = client
         .post(url)
         .timeout(SEND_LIMIT)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header("X-Robotsgate-Delivery", format!("{}:{}", d.alert_id, d.channel));
+        .header("X-Robotsgate-Delivery", id);
     if channel.webhook.is_some()
         && let Some(var) = &channel.secret_env
     {
@@ -190,6 +201,12 @@ pub async fn send(client: &reqwest::Client, channel: &Channel, d: &Delivery, now
         Ok(r) => Err(format!("the channel answered {}", r.status())),
         Err(e) => Err(format!("cannot reach the channel: {e}")),
     }
+}
+
+/// The wait before the next attempt after `attempts` failed ones: 30 s,
+/// 1 min, 2 min … capped at 1 h, as mail.
+pub fn backoff(attempts: i64) -> i64 {
+    30_000i64.saturating_mul(1 << attempts.clamp(0, 7)).min(3_600_000)
 }
 
 #[cfg(test)]

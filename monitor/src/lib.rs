@@ -6,6 +6,7 @@
 pub mod change;
 pub mod channels;
 pub mod console;
+pub mod digest;
 pub mod excerpt;
 pub mod mail;
 pub mod monitor;

@@ -58,6 +58,8 @@ struct Known {
     revision: Option<(i64, String)>,
     /// When this monitor last moved the revision's `last_seen` forward.
     touched: i64,
+    /// The outage's critical alert was queued (see `critical_after`).
+    escalated: bool,
 }
 
 /// What one poll did.
@@ -219,11 +221,7 @@ impl Monitor {
                 _ => Vec::new(),
             };
             let new_state = changed.then(|| {
-                let location = match site.source() {
-                    Source::Url(u) => u,
-                    Source::File(p) => p.display().to_string(),
-                    Source::None => String::new(),
-                };
+                let location = location(site);
                 let change = Change {
                     site: &site.name,
                     location: &location,
@@ -235,17 +233,13 @@ impl Monitor {
                     truncated: outcome.truncated,
                     flips: &flips,
                     broken: change::broken(&policy, &targets, &agents),
+                    outage_critical: self.config.critical_after.is_zero(),
+                    console: self.console_url(),
                 };
                 let alert = change::alert(&change);
                 let severity = change::severity(&change);
                 let channels = match alert {
-                    Some(_) => self
-                        .config
-                        .channels
-                        .iter()
-                        .filter(|c| c.takes(&site.name, severity))
-                        .map(|c| c.name.clone())
-                        .collect(),
+                    Some(_) => self.channels_for(&site.name, severity),
                     None => Vec::new(),
                 };
                 NewState {
@@ -291,26 +285,31 @@ impl Monitor {
                 "polled"
             );
             let label = policy.label();
-            let mut cache = self.known.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(state_id) = committed.state_id {
-                let now_known = Known {
-                    state_id,
-                    at,
-                    key: key.clone(),
-                    policy: policy.clone(),
-                    body: body.clone(),
-                    revision: committed.revision_id.filter(|_| body.is_some()).map(|id| (id, hash.clone())),
-                    touched: at,
-                };
-                cache.insert(site.name.clone(), now_known);
-            } else if record.known_revision.is_none()
-                && body.is_some()
-                && let Some(k) = cache.get_mut(&site.name)
-                && k.revision.as_ref().is_some_and(|(_, h)| *h == hash)
             {
-                k.touched = at;
+                let mut cache = self.known.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(state_id) = committed.state_id {
+                    let now_known = Known {
+                        state_id,
+                        at,
+                        key: key.clone(),
+                        policy: policy.clone(),
+                        body: body.clone(),
+                        revision: committed.revision_id.filter(|_| body.is_some()).map(|id| (id, hash.clone())),
+                        touched: at,
+                        escalated: false,
+                    };
+                    cache.insert(site.name.clone(), now_known);
+                } else if record.known_revision.is_none()
+                    && body.is_some()
+                    && let Some(k) = cache.get_mut(&site.name)
+                    && k.revision.as_ref().is_some_and(|(_, h)| *h == hash)
+                {
+                    k.touched = at;
+                }
             }
-            drop(cache);
+            if !changed && let Some(k) = &known {
+                self.escalate(site, k, at).await?;
+            }
             return Ok(PollOutcome {
                 site: site.name.clone(),
                 policy: label,
@@ -321,6 +320,51 @@ impl Monitor {
             });
         }
         Err(StoreError::Contended(site.name.clone()))
+    }
+
+    /// The console's public address, for links in alerts.
+    fn console_url(&self) -> Option<&str> {
+        self.config.console.as_ref().and_then(|c| c.url.as_deref())
+    }
+
+    /// Queues the critical alert of an outage that has lasted past
+    /// `critical_after`, once per outage across every monitor sharing the
+    /// database.
+    async fn escalate(&self, site: &Site, k: &Known, now: i64) -> Result<(), StoreError> {
+        let after = self.config.critical_after.as_millis() as i64;
+        let Policy::DisallowAll(reason) = &k.policy else { return Ok(()) };
+        if after == 0 || k.escalated || now - k.at < after {
+            return Ok(());
+        }
+        let alert = change::escalation(&site.name, &location(site), &reason.to_string(), k.at, now, self.console_url());
+        let severity = robotsgate_config::AlertSeverity::Critical;
+        let channels = self.channels_for(&site.name, severity);
+        let queued = crate::store::QueuedAlert {
+            alert: &alert,
+            severity: severity.as_str(),
+            channels: &channels,
+            kind: "escalation",
+        };
+        if self.store.escalate(&site.name, k.state_id, now, &queued).await? {
+            tracing::warn!(site = %site.name, subject = %alert.0, "outage escalated");
+        }
+        if let Some(c) = self.known.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&site.name)
+            && c.state_id == k.state_id
+        {
+            c.escalated = true;
+        }
+        Ok(())
+    }
+
+    /// The channels that deliver an alert of `severity` about `site` one by
+    /// one (digest channels collect theirs in their digest instead).
+    fn channels_for(&self, site: &str, severity: robotsgate_config::AlertSeverity) -> Vec<String> {
+        self.config
+            .channels
+            .iter()
+            .filter(|c| c.digest.is_none() && c.takes(site, severity))
+            .map(|c| c.name.clone())
+            .collect()
     }
 
     /// The state the database says a site is in: the parsed copy kept from
@@ -335,11 +379,12 @@ impl Monitor {
             return Ok(Some(k.clone()));
         }
         let Some(state) = self.store.state(state_id).await? else { return Ok(None) };
+        let escalated = state.escalated_at.is_some();
         let known = if let Some(rev) = state.revision_id {
             let body = self.store.revision_body(&site.name, rev).await?.unwrap_or_default();
             let policy = Policy::Rules(rules::Robots::parse(&body));
             let revision = Some((rev, body_hash(&body)));
-            Some(Known { state_id, at: state.at, key, policy, body: Some(body), revision, touched: 0 })
+            Some(Known { state_id, at: state.at, key, policy, body: Some(body), revision, touched: 0, escalated })
         } else {
             // The status the state began with, as stored, not a stand-in.
             let status = self.store.status_at(&site.name, state.at).await?.and_then(|s| u16::try_from(s).ok());
@@ -351,6 +396,7 @@ impl Monitor {
                 body: None,
                 revision: None,
                 touched: 0,
+                escalated,
             })
         };
         if let Some(k) = &known {
@@ -364,6 +410,9 @@ impl Monitor {
     /// (and were logged when queued).
     pub async fn deliver_once(&self) -> Result<usize, StoreError> {
         let mut sent = self.deliver_channels().await?;
+        if self.config.channels.iter().any(|c| c.digest.is_some()) {
+            sent += crate::digest::deliver(&self.store, &self.client, &self.config.channels, now_ms).await?;
+        }
         let Some(mailer) = &self.mailer else { return Ok(sent) };
         while let Some(alert) = self.store.claim_alert(now_ms(), ALERT_LEASE.as_millis() as i64).await? {
             match mailer.send(&alert).await {
@@ -373,8 +422,7 @@ impl Monitor {
                     sent += 1;
                 }
                 Err(e) => {
-                    // 30 s, 1 min, 2 min … capped at 1 h.
-                    let backoff = 30_000i64.saturating_mul(1 << alert.attempts.clamp(0, 7)).min(3_600_000);
+                    let backoff = crate::channels::backoff(alert.attempts);
                     self.store.alert_failed(alert.id, &e.to_string(), now_ms() + backoff).await?;
                     tracing::warn!(site = %alert.site, error = %e, retry_in_ms = backoff, "alert delivery failed");
                     break;
@@ -545,4 +593,13 @@ fn jittered(interval: Duration) -> Duration {
 /// Where the config file's relative paths are anchored.
 pub fn base_dir(config_path: &Path) -> PathBuf {
     config_path.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Where a site's robots.txt lives, as alerts name it.
+fn location(site: &Site) -> String {
+    match site.source() {
+        Source::Url(u) => u,
+        Source::File(p) => p.display().to_string(),
+        Source::None => String::new(),
+    }
 }

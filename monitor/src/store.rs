@@ -71,6 +71,8 @@ pub struct StateRow {
     pub policy: String,
     /// Why, for the last two.
     pub reason: Option<String>,
+    /// When the outage's critical alert was queued, if it was.
+    pub escalated_at: Option<i64>,
 }
 
 /// One stored verdict.
@@ -289,7 +291,7 @@ impl Store {
 
     /// The revision a state points at.
     pub async fn state(&self, id: i64) -> Result<Option<StateRow>, StoreError> {
-        let row = sqlx::query("SELECT id, at, revision_id, policy, reason FROM states WHERE id = $1")
+        let row = sqlx::query("SELECT id, at, revision_id, policy, reason, escalated_at FROM states WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await
@@ -310,6 +312,26 @@ impl Store {
             .transpose()
             .map(Option::flatten)
             .map_err(q("reading a status"))
+    }
+
+    /// Queues the critical alert of an outage that outlasted
+    /// `critical_after`, unless one was queued for `state_id` already (by
+    /// this monitor or another sharing the database). Returns whether this
+    /// call queued it.
+    pub async fn escalate(&self, site: &str, state_id: i64, at: i64, a: &QueuedAlert<'_>) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(q("starting an escalation"))?;
+        let marked = sqlx::query("UPDATE states SET escalated_at = $1 WHERE id = $2 AND escalated_at IS NULL")
+            .bind(at)
+            .bind(state_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(q("marking an outage escalated"))?;
+        if marked.rows_affected() != 1 {
+            return Ok(false);
+        }
+        queue_alert(&mut tx, site, state_id, at, a).await?;
+        tx.commit().await.map_err(q("committing an escalation"))?;
+        Ok(true)
     }
 
     /// Writes one poll: the fetch, the revision if new, and, when the state
@@ -403,32 +425,9 @@ impl Store {
                 }
                 insert.execute(&mut *tx).await.map_err(q("recording verdicts"))?;
             }
-            if let Some((subject, text, html)) = &state.alert {
-                let row = sqlx::query(
-                    "INSERT INTO alerts (site, state_id, created_at, subject, body_text, body_html, next_attempt_at, severity) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-                )
-                .bind(&rec.site)
-                .bind(state_id)
-                .bind(rec.at)
-                .bind(subject)
-                .bind(text)
-                .bind(html)
-                .bind(rec.at)
-                .bind(state.severity)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(q("queueing an alert"))?;
-                let alert_id: i64 = row.try_get("id").map_err(q("reading an alert id"))?;
-                for channel in &state.channels {
-                    sqlx::query("INSERT INTO deliveries (alert_id, channel, next_attempt_at) VALUES ($1, $2, $3)")
-                        .bind(alert_id)
-                        .bind(channel)
-                        .bind(rec.at)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(q("queueing a delivery"))?;
-                }
+            if let Some(alert) = &state.alert {
+                let queued = QueuedAlert { alert, severity: state.severity, channels: &state.channels, kind: "change" };
+                queue_alert(&mut tx, &rec.site, state_id, rec.at, &queued).await?;
                 out.alerted = true;
             }
             out.state_id = Some(state_id);
@@ -521,12 +520,13 @@ impl Store {
 
     /// Every state of a site, oldest first.
     pub async fn history(&self, site: &str) -> Result<Vec<StateRow>, StoreError> {
-        let rows =
-            sqlx::query("SELECT id, at, revision_id, policy, reason FROM states WHERE site = $1 ORDER BY at, id")
-                .bind(site)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(q("reading history"))?;
+        let rows = sqlx::query(
+            "SELECT id, at, revision_id, policy, reason, escalated_at FROM states WHERE site = $1 ORDER BY at, id",
+        )
+        .bind(site)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(q("reading history"))?;
         rows.iter().map(state_row).collect::<Result<_, _>>().map_err(q("reading history"))
     }
 
@@ -730,6 +730,58 @@ fn site_row(row: &AnyRow) -> Result<SiteRow, sqlx::Error> {
     })
 }
 
+/// An alert to queue: its (subject, text, html), severity and channels.
+#[derive(Debug)]
+pub struct QueuedAlert<'a> {
+    /// (subject, plain text, HTML).
+    pub alert: &'a (String, String, String),
+    /// `critical`, `warning` or `info`.
+    pub severity: &'a str,
+    /// The channels (besides email) it is delivered to one by one.
+    pub channels: &'a [String],
+    /// `change` or `escalation`: a state has at most one of each.
+    pub kind: &'a str,
+}
+
+/// Queues an alert about `state_id` and its channel deliveries, in the
+/// caller's transaction.
+async fn queue_alert(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    site: &str,
+    state_id: i64,
+    at: i64,
+    a: &QueuedAlert<'_>,
+) -> Result<i64, StoreError> {
+    let (subject, text, html) = a.alert;
+    let row = sqlx::query(
+        "INSERT INTO alerts (site, state_id, created_at, subject, body_text, body_html, next_attempt_at, severity, kind) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+    )
+    .bind(site)
+    .bind(state_id)
+    .bind(at)
+    .bind(subject)
+    .bind(text)
+    .bind(html)
+    .bind(at)
+    .bind(a.severity)
+    .bind(a.kind)
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(q("queueing an alert"))?;
+    let alert_id: i64 = row.try_get("id").map_err(q("reading an alert id"))?;
+    for channel in a.channels {
+        sqlx::query("INSERT INTO deliveries (alert_id, channel, next_attempt_at) VALUES ($1, $2, $3)")
+            .bind(alert_id)
+            .bind(channel)
+            .bind(at)
+            .execute(&mut **tx)
+            .await
+            .map_err(q("queueing a delivery"))?;
+    }
+    Ok(alert_id)
+}
+
 fn state_row(r: &AnyRow) -> Result<StateRow, sqlx::Error> {
     Ok(StateRow {
         id: r.try_get("id")?,
@@ -737,6 +789,7 @@ fn state_row(r: &AnyRow) -> Result<StateRow, sqlx::Error> {
         revision_id: r.try_get("revision_id")?,
         policy: r.try_get("policy")?,
         reason: r.try_get("reason")?,
+        escalated_at: r.try_get("escalated_at")?,
     })
 }
 

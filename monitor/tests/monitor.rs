@@ -363,6 +363,110 @@ fn channels_receive_each_alert_once_through_an_outage() {
     assert!(Receiver::header(&slacks[0].0, "X-Robotsgate-Signature").is_none(), "Slack is not signed");
 }
 
+/// `critical_after`: an outage starts as a warning and, once it outlasts
+/// the threshold, one critical alert follows, however many monitors poll
+/// it at once. The mails carry the severity banner and the console link.
+fn outage_escalates_once(db: Db) {
+    let Some(Rig { database, origin, smtp, cfg }) = rig(&format!("escalate-{db:?}"), db) else { return };
+    let yaml = std::fs::read_to_string(&cfg).unwrap()
+        + "critical_after: 2s\nconsole:\n  listen: 127.0.0.1:0\n  url: https://robots.example.com/console/\n";
+    std::fs::write(&cfg, yaml).unwrap();
+    let severities = || {
+        let n = scalar(&database, "SELECT COUNT(*) FROM alerts");
+        (1..=n)
+            .map(|i| {
+                scalar_text(&database, &format!("SELECT severity FROM alerts ORDER BY id LIMIT 1 OFFSET {}", i - 1))
+            })
+            .collect::<Vec<_>>()
+    };
+    origin.set("/robots.txt", Reply::ok(V1));
+    once(&cfg);
+    origin.set("/robots.txt", Reply::status(503));
+    once(&cfg);
+    assert_eq!(severities(), ["warning"], "an outage starts as a warning");
+    once(&cfg);
+    assert_eq!(severities(), ["warning"], "not critical before critical_after");
+    std::thread::sleep(Duration::from_millis(2_100));
+    // Four monitors poll the lasting outage at once: one critical alert.
+    let runs: Vec<_> = (0..4).map(|_| monitor_spawn(&cfg, &["once"])).collect();
+    for r in runs {
+        let out = r.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    once(&cfg);
+    assert_eq!(severities(), ["warning", "critical"], "escalated exactly once");
+    assert!(scalar(&database, "SELECT COUNT(*) FROM states WHERE escalated_at IS NOT NULL") == 1);
+    let mails = smtp.wait_for(2);
+    let critical = mails.iter().find(|m| m.contains("still blocked after")).expect("the escalation mail");
+    let unwrapped = critical.replace("=\r\n", "").replace("=3D", "=");
+    assert!(unwrapped.contains("CRITICAL"), "banner: {unwrapped}");
+    assert!(unwrapped.contains("https://robots.example.com/console/sites/shop"), "console link: {unwrapped}");
+    assert!(unwrapped.contains("robots.txt has failed for"), "{unwrapped}");
+    // A recovery ends the outage; the next outage starts over as a warning.
+    origin.set("/robots.txt", Reply::ok(V1));
+    once(&cfg);
+    origin.set("/robots.txt", Reply::status(500));
+    once(&cfg);
+    assert_eq!(severities().last().map(String::as_str), Some("warning"));
+}
+
+#[test]
+fn outage_escalates_once_on_sqlite() {
+    outage_escalates_once(Db::Sqlite);
+}
+
+#[test]
+fn outage_escalates_once_on_postgres() {
+    outage_escalates_once(Db::Postgres);
+}
+
+/// A digest channel gets no message per alert, and one digest a day of the
+/// alerts it takes, delivered once through a receiver outage. Its first
+/// digest is a baseline: adding a channel sends no digest of the past.
+#[test]
+fn a_daily_digest_lists_the_days_alerts_once() {
+    let dir = temp_dir("digest");
+    let database = fresh_database(Db::Sqlite, &dir).unwrap();
+    let origin = Origin::start();
+    let port = free_port();
+    let channels = format!(
+        "channels:\n  - name: daily\n    webhook: http://127.0.0.1:{port}/digest\n    digest: daily\n    digest_hour: 6\n    severities: [critical, warning]\n"
+    );
+    let cfg = write_config(&dir, &format!("{}{channels}", config(&database, &origin, free_port(), "")));
+    let run = || {
+        let out = monitor(&cfg, &["once"]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    origin.set("/robots.txt", Reply::ok(V1));
+    run();
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM digests WHERE sent_at IS NOT NULL"), 1, "the baseline");
+    origin.set("/robots.txt", Reply::status(503));
+    run();
+    origin.set("/robots.txt", Reply::ok(V2));
+    run();
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts"), 2);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM deliveries"), 0, "a digest channel takes no single alerts");
+    // A day passes: the alerts are in the window of the next digest.
+    scalar(&database, "UPDATE digests SET day = day - 1 RETURNING 0");
+    scalar(&database, "UPDATE alerts SET created_at = created_at - 86400000 RETURNING 0");
+    run();
+    let failed = scalar(&database, "SELECT COUNT(*) FROM digests WHERE sent_at IS NULL AND attempts = 1");
+    assert_eq!(failed, 1, "the receiver is down: the digest waits");
+    let receiver = Receiver::start_on(port);
+    scalar(&database, "UPDATE digests SET next_attempt_at = 0 WHERE sent_at IS NULL RETURNING 0");
+    run();
+    run();
+    let got = receiver.requests();
+    assert_eq!(got.len(), 1, "one digest: {got:?}");
+    let json: serde_json::Value = serde_json::from_str(&got[0].1).unwrap();
+    assert_eq!(json["digest"], true);
+    assert_eq!(json["count"], 2, "{json}");
+    let subjects: Vec<&str> =
+        json["alerts"].as_array().unwrap().iter().map(|a| a["subject"].as_str().unwrap()).collect();
+    assert!(subjects[0].contains("crawling blocked") && subjects[1].contains("recovered"), "{subjects:?}");
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM digests WHERE sent_at IS NULL"), 0);
+}
+
 /// STARTTLS and SMTPS against a relay whose certificate only a private CA
 /// vouches for: refused until `email.ca_file` names that CA, then sent.
 #[test]

@@ -30,6 +30,20 @@ pub fn monitor(config: &Path, args: &[&str]) -> Output {
     out
 }
 
+/// Starts `robots-monitor --config CONFIG ARGS…` without waiting, output
+/// captured.
+pub fn monitor_spawn(config: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .env("ROBOTSGATE_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run robots-monitor")
+}
+
 /// Starts the daemon (`run`).
 pub fn daemon(config: &Path) -> Proc {
     Proc(

@@ -5,10 +5,12 @@
 use std::fmt::Write as _;
 
 use robotsgate_config::Expectation;
+use rules::flip::Decision;
 use rules::lint::Severity;
 use rules::{Flip, Policy, Reason};
 
 use crate::excerpt;
+use crate::letter::{self, esc};
 use crate::store::VerdictRow;
 
 /// One URL to test, with its pinned verdict if any.
@@ -226,7 +228,13 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
         let _ = writeln!(text, "\nChange to robots.txt:\n{d}");
     }
 
-    let link = c.console.map(|base| site_link(base, c.site));
+    // A change of content links to its revision's page, by the body's hash
+    // (the revision's id is only known once it is recorded); an outage to
+    // the site's page.
+    let link = c.console.map(|base| match c.new_body {
+        Some(body) => format!("{}/revisions/by-hash/{}", site_link(base, c.site), crate::store::body_hash(body)),
+        None => site_link(base, c.site),
+    });
     if let Some(link) = &link {
         let _ = writeln!(text, "\nIn the console: {link}");
     }
@@ -239,18 +247,12 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     }
     html.push_str("</ul>");
     if !flips.is_empty() {
-        html.push_str("<h3>Verdict flips</h3><table border=\"1\" cellpadding=\"4\"><tr><th>Crawler</th><th>URL</th><th>Was</th><th>Now</th></tr>");
-        for f in flips {
-            let _ = write!(
-                html,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&short(&f.agent)),
-                esc(&short(&f.url)),
-                esc(&short(&f.old.to_string())),
-                esc(&short(&f.new.to_string()))
-            );
-        }
-        html.push_str("</table>");
+        html.push_str("<h3>Verdict flips</h3>");
+        let rows: Vec<[String; 4]> = flips
+            .iter()
+            .map(|f| [short(&f.agent), short(&f.url), short(&f.old.to_string()), short(&f.new.to_string())])
+            .collect();
+        html.push_str(&letter::table(&["Crawler", "URL", "Was", "Now"], &rows));
     }
     if let Some(more) = &more_flips {
         let _ = write!(html, "<p>{}: <code>robots-monitor history {}</code></p>", esc(more), esc(c.site));
@@ -277,52 +279,22 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
         html.push_str("</ul>");
     }
     if let Some(d) = &diff {
-        let _ = write!(html, "<h3>Change to robots.txt</h3><pre style=\"{PRE}\">{}</pre>", esc(d));
+        let decided = |side: fn(&Flip) -> &Decision| -> Vec<u32> {
+            c.flips.iter().filter_map(|f| side(f).rule.as_ref().map(|r| r.line)).collect()
+        };
+        let _ = write!(
+            html,
+            "<h3>Change to robots.txt</h3>{}",
+            letter::diff_table(d, &decided(|f| &f.old), &decided(|f| &f.new))
+        );
     }
-    Some((subject, text, styled(severity(c), &html, link.as_deref())))
+    Some((subject, text, letter::page(severity(c), &html, link.as_deref())))
 }
-
-/// Monospace block style for mail clients, which drop `<style>` sheets.
-const PRE: &str = "background:#f6f8fa;padding:8px;overflow-x:auto;font-size:13px";
 
 /// The console's page of `site`.
 fn site_link(base: &str, site: &str) -> String {
-    let mut url = format!("{}/sites/", base.trim_end_matches('/'));
     // Site names are the operator's, but may hold anything a URL path does not.
-    for b in site.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            url.push(b as char);
-        } else {
-            let _ = write!(url, "%{b:02X}");
-        }
-    }
-    url
-}
-
-/// An alert's HTML: a banner in the severity's colour, the content, and a
-/// link to the console when its address is known. Inline styles only, as
-/// mail clients strip style sheets; the content is escaped by the caller.
-fn styled(severity: robotsgate_config::AlertSeverity, inner: &str, link: Option<&str>) -> String {
-    use robotsgate_config::AlertSeverity;
-    let (colour, label) = match severity {
-        AlertSeverity::Critical => ("#b42318", "CRITICAL"),
-        AlertSeverity::Warning => ("#b54708", "WARNING"),
-        AlertSeverity::Info => ("#175cd3", "INFO"),
-    };
-    let mut html = String::from(
-        "<!DOCTYPE html><html><body style=\"margin:0;padding:16px;font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#101828\">",
-    );
-    let _ = write!(
-        html,
-        "<div style=\"background:{colour};color:#fff;padding:8px 12px;border-radius:4px;font-weight:bold\">{label} · robotsgate</div>"
-    );
-    html.push_str(inner);
-    if let Some(link) = link {
-        let _ =
-            write!(html, "<p><a href=\"{}\" style=\"color:{colour}\">Open the site in the console</a></p>", esc(link));
-    }
-    html.push_str("</body></html>");
-    html
+    format!("{}/sites/{}", base.trim_end_matches('/'), crate::console::encode(site))
 }
 
 /// The alert of an outage that outlasted `critical_after`: robots.txt has
@@ -347,7 +319,7 @@ pub fn escalation(
         let _ = writeln!(text, "\nIn the console: {link}");
     }
     let inner = format!("<p><strong>{}</strong></p><h2>{}</h2><p>{}</p>", esc(&first), esc(site), esc(location));
-    (subject, text, styled(robotsgate_config::AlertSeverity::Critical, &inner, link.as_deref()))
+    (subject, text, letter::page(robotsgate_config::AlertSeverity::Critical, &inner, link.as_deref()))
 }
 
 /// How much a change matters. Critical: Google stops crawling the site
@@ -435,10 +407,6 @@ pub fn broken(policy: &Policy, targets: &[Target], agents: &[String]) -> Vec<(St
         }
     }
     out
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 #[cfg(test)]

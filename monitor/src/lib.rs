@@ -8,6 +8,7 @@ pub mod channels;
 pub mod console;
 pub mod digest;
 pub mod excerpt;
+pub mod letter;
 pub mod mail;
 pub mod monitor;
 pub mod report;

@@ -289,6 +289,17 @@ impl Store {
         row.map(|r| r.try_get::<Vec<u8>, _>("body")).transpose().map_err(q("reading a revision body"))
     }
 
+    /// The id of `site`'s revision whose body hashes to `hash`, if recorded.
+    pub async fn revision_by_hash(&self, site: &str, hash: &str) -> Result<Option<i64>, StoreError> {
+        let row = sqlx::query("SELECT id FROM revisions WHERE site = $1 AND hash = $2")
+            .bind(site)
+            .bind(hash)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(q("finding a revision by its hash"))?;
+        row.map(|r| r.try_get::<i64, _>("id")).transpose().map_err(q("finding a revision by its hash"))
+    }
+
     /// The revision a state points at.
     pub async fn state(&self, id: i64) -> Result<Option<StateRow>, StoreError> {
         let row = sqlx::query("SELECT id, at, revision_id, policy, reason, escalated_at FROM states WHERE id = $1")

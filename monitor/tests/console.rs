@@ -63,16 +63,21 @@ struct Rig {
 const TOKEN: &str = "console-test-token";
 
 fn rig() -> Rig {
-    let dir = temp_dir("console");
+    rig_with(&temp_dir("console"), "")
+}
+
+/// [`rig`] in `dir`, with more YAML at the top of the config.
+fn rig_with(dir: &std::path::Path, extra: &str) -> Rig {
     let origin = Origin::start();
     origin.set("/robots.txt", Reply::ok(LIVE));
     let port = free_port();
     let yaml = format!(
-        "database: history.db\nagents: [Googlebot, bingbot]\ninterval: 1h\nconsole: {{ listen: \"127.0.0.1:{port}\" }}\n\
+        "database: history.db\nagents: [Googlebot, bingbot]\ninterval: 1h\n{}console: {{ listen: \"127.0.0.1:{port}\", url: \"http://127.0.0.1:{port}\" }}\n\
          sites:\n  - name: shop\n    url: {}\n    url_sets:\n      main:\n        - /\n        - /admin/login\n        - {{ url: /checkout, expect: allow }}\n",
+        extra,
         origin.url("/robots.txt")
     );
-    let cfg = write_config(&dir, &yaml);
+    let cfg = write_config(dir, &yaml);
     let daemon = Proc(
         Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
             .arg("--config")
@@ -161,6 +166,30 @@ fn console_pages_and_tester_in_chromium() {
         c.wait().for_element(Locator::Id("changes")).await.expect("changes");
         let changes = text(&c, "#changes").await;
         assert!(changes.contains("/checkout") && changes.contains("/admin/login"), "{changes}");
+
+        // An uploaded file (not valid UTF-8 in a comment) with a saved set:
+        // the set's URLs are tested and its pins checked.
+        let dir = temp_dir("console-upload");
+        let upload = dir.join("robots.txt");
+        std::fs::write(&upload, b"# caf\xe9\nUser-agent: *\nDisallow: /checkout\n").unwrap();
+        c.goto(&format!("{}/tester", rig.base)).await.unwrap();
+        c.find(Locator::Id("file")).await.unwrap().send_keys(&upload.display().to_string()).await.unwrap();
+        c.find(Locator::Css("#set option[value='shop/main']")).await.unwrap().click().await.unwrap();
+        c.find(Locator::Id("run")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("results")).await.expect("results of an upload");
+        let loaded = c.find(Locator::Id("robots")).await.unwrap().prop("value").await.unwrap().unwrap_or_default();
+        assert!(loaded.contains("Disallow: /checkout"), "the upload fills the text: {loaded}");
+        assert_eq!(count(&c, "#verdicts tbody tr").await, 9, "3 saved URLs x 3 default crawlers");
+        assert!(text(&c, "#broken").await.starts_with("3 verdicts break"), "the pin on /checkout, per crawler");
+        assert!(text(&c, "#verdicts tr.broken").await.contains("/checkout"));
+        screenshot(&c, "tester-set").await;
+        // An upload past the limit is refused in words.
+        std::fs::write(&upload, vec![b'#'; 1024 * 1024 + 1]).unwrap();
+        c.goto(&format!("{}/tester", rig.base)).await.unwrap();
+        c.find(Locator::Id("file")).await.unwrap().send_keys(&upload.display().to_string()).await.unwrap();
+        c.find(Locator::Id("run")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("error")).await.expect("an error for a large upload");
+        assert!(text(&c, "#error").await.contains("1048577 bytes"), "{}", text(&c, "#error").await);
 
         // Size limits answer in words.
         c.goto(&format!("{}/tester", rig.base)).await.unwrap();
@@ -256,4 +285,80 @@ fn post_json(addr: SocketAddr, path: &str, body: &str) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
+}
+
+/// The HTML part of a mail as a mail client decodes it (Python's `email`
+/// package: MIME parts, quoted-printable, base64).
+fn html_part(mail: &str) -> String {
+    let script = "import email,sys\nm=email.message_from_string(sys.stdin.read())\n\
+                  [sys.stdout.buffer.write(p.get_payload(decode=True)) for p in m.walk() if p.get_content_type()=='text/html']";
+    let mut child = Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(mail.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).expect("UTF-8 HTML")
+}
+
+#[test]
+fn alert_mail_renders_in_chromium() {
+    let Some((_driver, driver_port)) = chromedriver() else { return };
+    let dir = temp_dir("console-mail");
+    let smtp = Smtp::start(&dir.join("mail"));
+    let email = format!(
+        "email: {{ host: 127.0.0.1, port: {}, security: none, from: robotsgate@test.example, to: [seo@test.example] }}\n",
+        smtp.port
+    );
+    let rig = rig_with(&dir, &email);
+    // A deploy blocks /admin/login for a second reason and /checkout, which
+    // is pinned allowed: a warning with flips, a broken pin and a diff.
+    rig.origin.set("/robots.txt", Reply::ok(format!("{LIVE}Disallow: /checkout\n# <b>not markup</b>\n")));
+    assert_eq!(monitor(&rig.cfg, &["once"]).status.code(), Some(0));
+    let mails = smtp.wait_for(1);
+    assert_eq!(mails.len(), 1, "one mail for one change");
+    let html = html_part(&mails[0]);
+    let file = dir.join("mail.html");
+    std::fs::write(&file, &html).unwrap();
+    block_on(async {
+        let c = browser(driver_port).await;
+        c.goto(&format!("file://{}", file.display())).await.expect("the mail");
+        // The banner, then a first line in words.
+        let banner = c.find(Locator::Css("[data-severity]")).await.expect("a banner");
+        assert_eq!(banner.attr("data-severity").await.unwrap().as_deref(), Some("warning"));
+        assert!(banner.text().await.unwrap().starts_with("WARNING"));
+        let colour = banner.css_value("background-color").await.unwrap();
+        assert_eq!(colour, "rgba(181, 71, 8, 1)", "the warning colour");
+        let first = text(&c, "p strong").await;
+        assert!(first.starts_with("Googlebot can no longer crawl /checkout (line 3: Disallow: /checkout)"), "{first}");
+        // The diff: the added lines green, the deciding one marked.
+        let marked = c.find_all(Locator::Css("tr[data-decides]")).await.unwrap();
+        assert_eq!(marked.len(), 1, "one line decided the flips");
+        assert!(marked[0].text().await.unwrap().starts_with("+Disallow: /checkout"));
+        let cell = c.find(Locator::Css("tr[data-decides] td")).await.unwrap();
+        assert_eq!(cell.css_value("background-color").await.unwrap(), "rgba(230, 255, 236, 1)");
+        assert_eq!(cell.css_value("font-weight").await.unwrap(), "700");
+        assert!(text(&c, "table[role=presentation]").await.contains("<b>not markup</b>"), "the file's markup is text");
+        assert_eq!(count(&c, "b").await, 0);
+        assert_eq!(count(&c, "script, style, link").await, 0, "no script or sheet a mail client would drop");
+        let page = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/console-screenshots");
+        std::fs::create_dir_all(&page).unwrap();
+        std::fs::write(page.join("mail.png"), c.screenshot().await.unwrap()).unwrap();
+        // The link opens the revision in the console.
+        let link =
+            c.find(Locator::LinkText("Open it in the console")).await.unwrap().attr("href").await.unwrap().unwrap();
+        assert!(link.starts_with(&format!("{}/sites/shop/revisions/by-hash/", rig.base)), "{link}");
+        c.goto(&link).await.unwrap();
+        c.wait().for_element(Locator::Id("diff")).await.expect("the revision page");
+        assert!(text(&c, "#diff tr.decided").await.contains("Disallow: /checkout"));
+        c.close().await.expect("close");
+    });
+    // The plain-text part reads as well, and plurals are right.
+    let plain = mails[0].replace("=\r\n", "").replace("=3D", "=");
+    assert!(plain.contains("In the console: http://127.0.0.1:"), "{plain}");
+    assert!(plain.contains("2 verdicts flipped") || plain.contains("1 verdict flipped"), "{plain}");
 }

@@ -31,15 +31,26 @@ pub fn router(monitor: Arc<Monitor>) -> Router {
         .route("/sites/{name}", get(pages::site))
         .route("/sites/{name}/revisions/{id}", get(pages::revision))
         .route("/sites/{name}/revisions/{id}/raw", get(pages::raw_revision))
+        .route("/sites/{name}/revisions/by-hash/{hash}", get(pages::revision_by_hash))
         .route("/alerts", get(pages::alerts))
         .route("/alerts/{id}/retry", axum::routing::post(pages::retry_alert))
         .route("/api/alerts", get(pages::api_alerts))
         .route("/api/alerts/{id}/retry", axum::routing::post(pages::api_retry_alert))
         .route("/api/sites/{name}/revisions/{id}", get(pages::api_revision))
-        .route("/tester", get(pages::tester_get).post(pages::tester_post))
+        .route(
+            "/tester",
+            get(pages::tester_get)
+                .post(pages::tester_post)
+                .layer(axum::extract::DefaultBodyLimit::max(pages::TESTER_BODY_LIMIT)),
+        )
         .route("/api/sites", get(pages::api_sites))
         .route("/api/sites/{name}", get(pages::api_site))
-        .route("/api/test", get(pages::api_test_get).post(pages::api_test_post))
+        .route(
+            "/api/test",
+            get(pages::api_test_get)
+                .post(pages::api_test_post)
+                .layer(axum::extract::DefaultBodyLimit::max(pages::TESTER_BODY_LIMIT)),
+        )
         .route("/static/console.css", get(pages::stylesheet))
         // A 1 MiB file, form-encoded, is up to three times as long.
         .layer(DefaultBodyLimit::max(4 * tester::MAX_ROBOTS_BYTES))

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use askama::Template;
 use axum::Json;
-use axum::extract::{Form, Path, Query, State};
+use axum::extract::{Form, FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 
 use super::overview::{self, Filter, PAGE, SiteLine};
-use super::tester::{self, Input, Report};
+use super::tester::{self, Input, Report, Saved};
 use super::{encode, when};
 use crate::monitor::{Monitor, now_ms};
 use crate::store::{DAY_MS, StoreError};
@@ -250,6 +250,7 @@ pub async fn raw_revision(State(m): App, Path((name, id)): Path<(String, i64)>) 
 struct TesterPage {
     input: Input,
     sites: Vec<String>,
+    sets: Vec<String>,
     report: Option<Report>,
     error: Option<String>,
     share: Option<String>,
@@ -258,7 +259,35 @@ struct TesterPage {
 /// Longest link a result is shared by; past it, the form is the way.
 const SHARE_MAX: usize = 8_000;
 
+/// Every saved URL set, as `SITE/SET`, the way the tester names them.
+fn set_names(m: &Monitor) -> Vec<String> {
+    let sites = m.config().sites.iter();
+    sites.flat_map(|site| site.url_sets.keys().map(move |set| format!("{}/{set}", site.name))).collect()
+}
+
+/// The URLs of the saved set named `SITE/SET`, with their pins.
+fn saved_set(m: &Monitor, name: &str) -> Result<Vec<Saved>, String> {
+    if name.is_empty() {
+        return Ok(Vec::new());
+    }
+    for site in &m.config().sites {
+        for (set, entries) in &site.url_sets {
+            if name.strip_prefix(site.name.as_str()).and_then(|rest| rest.strip_prefix('/')) == Some(set.as_str()) {
+                return Ok(entries
+                    .iter()
+                    .map(|e| Saved {
+                        url: e.url().to_string(),
+                        expect: e.expect().map(|x| x == robotsgate_config::Expectation::Allow),
+                    })
+                    .collect());
+            }
+        }
+    }
+    Err(format!("no saved URL set named `{name}` (give it as SITE/SET)"))
+}
+
 async fn test(m: &Monitor, input: &Input) -> Result<Report, String> {
+    let set = saved_set(m, &input.set)?;
     let (live, saved) = if input.site.is_empty() {
         (None, Vec::new())
     } else {
@@ -279,7 +308,7 @@ async fn test(m: &Monitor, input: &Input) -> Result<Report, String> {
         };
         (live, Monitor::targets(site).into_iter().map(|t| t.url).collect())
     };
-    tester::run(input, live.as_ref(), &saved).map_err(|e| e.to_string())
+    tester::run(input, &set, live.as_ref(), &saved).map_err(|e| e.to_string())
 }
 
 /// A stored revision as the tester's file, when one is asked for and no
@@ -300,7 +329,8 @@ async fn with_revision(m: &Monitor, mut input: Input) -> Result<Input, Failure> 
 async fn tester_page(m: &Monitor, input: Input) -> Result<Html<String>, Failure> {
     let input = with_revision(m, input).await?;
     let sites = m.config().sites.iter().map(|s| s.name.clone()).collect();
-    let ran = !input.robots.is_empty() || !input.urls.is_empty();
+    let sets = set_names(m);
+    let ran = !input.robots.is_empty() || !input.urls.is_empty() || !input.set.is_empty();
     let (report, error) = if ran {
         match test(m, &input).await {
             Ok(r) => (Some(r), None),
@@ -310,14 +340,59 @@ async fn tester_page(m: &Monitor, input: Input) -> Result<Html<String>, Failure>
         (None, None)
     };
     let query = format!(
-        "/tester?robots={}&agents={}&urls={}&site={}",
+        "/tester?robots={}&agents={}&urls={}&site={}&set={}",
         encode(&input.robots),
         encode(&input.agents),
         encode(&input.urls),
-        encode(&input.site)
+        encode(&input.site),
+        encode(&input.set)
     );
     let share = (report.is_some() && query.len() <= SHARE_MAX).then_some(query);
-    render(&TesterPage { input, sites, report, error, share })
+    render(&TesterPage { input, sites, sets, report, error, share })
+}
+
+/// Largest tester request: the file, its upload copy and 5,000 long URLs.
+pub const TESTER_BODY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// Reads the tester's form sent as `multipart/form-data`, the way a form
+/// with a file input sends it. An uploaded file replaces the pasted text;
+/// its bytes are read as text the way a stored revision is. A file over
+/// the tester's limit is refused here, by its byte count.
+async fn multipart_input(mut form: Multipart) -> Result<Input, String> {
+    let unreadable = |e: axum::extract::multipart::MultipartError| {
+        format!("the form could not be read ({e}); the tester takes at most {} MiB in all", TESTER_BODY_LIMIT >> 20)
+    };
+    let mut input = Input::default();
+    let mut upload: Option<Vec<u8>> = None;
+    while let Some(field) = form.next_field().await.map_err(unreadable)? {
+        let name = field.name().unwrap_or_default().to_string();
+        let bytes = field.bytes().await.map_err(unreadable)?;
+        let text = || String::from_utf8_lossy(&bytes).into_owned();
+        match name.as_str() {
+            "robots" => input.robots = text(),
+            "agents" => input.agents = text(),
+            "urls" => input.urls = text(),
+            "site" => input.site = text(),
+            "set" => input.set = text(),
+            "revision" => {
+                let v = text();
+                let v = v.trim();
+                input.revision = match v {
+                    "" => None,
+                    _ => Some(v.parse().map_err(|_| format!("revision `{v}` is not a number"))?),
+                };
+            }
+            "file" if !bytes.is_empty() => upload = Some(bytes.to_vec()),
+            _ => {}
+        }
+    }
+    if let Some(bytes) = upload {
+        if bytes.len() > tester::MAX_ROBOTS_BYTES {
+            return Err(tester::InputError::RobotsTooLarge(bytes.len()).to_string());
+        }
+        input.robots = String::from_utf8_lossy(&bytes).into_owned();
+    }
+    Ok(input)
 }
 
 /// `GET /tester`: the form, and the result when the query carries one (a
@@ -326,8 +401,29 @@ pub async fn tester_get(State(m): App, Query(input): Query<Input>) -> Result<Htm
     tester_page(&m, input).await
 }
 
-/// `POST /tester`: the result of the form.
-pub async fn tester_post(State(m): App, Form(input): Form<Input>) -> Result<Html<String>, Failure> {
+/// `POST /tester`: the result of the form, sent as `multipart/form-data`
+/// (with an uploaded file) or URL-encoded.
+pub async fn tester_post(State(m): App, request: Request) -> Result<Html<String>, Failure> {
+    let content_type = request.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let input = if content_type.starts_with("multipart/form-data") {
+        let form = Multipart::from_request(request, &()).await.map_err(|e| Failure(e.status(), e.body_text()))?;
+        match multipart_input(form).await {
+            Ok(input) => input,
+            Err(e) => {
+                let page = TesterPage {
+                    input: Input::default(),
+                    sites: m.config().sites.iter().map(|s| s.name.clone()).collect(),
+                    sets: set_names(&m),
+                    report: None,
+                    error: Some(e),
+                    share: None,
+                };
+                return render(&page);
+            }
+        }
+    } else {
+        Form::<Input>::from_request(request, &()).await.map_err(|e| Failure(e.status(), e.body_text()))?.0
+    };
     tester_page(&m, input).await
 }
 
@@ -363,6 +459,18 @@ async fn revision_page(m: &Monitor, name: &str, id: i64) -> Result<super::revisi
 /// `GET /sites/{name}/revisions/{id}`: the diff, flips and lint.
 pub async fn revision(State(m): App, Path((name, id)): Path<(String, i64)>) -> Result<Html<String>, Failure> {
     render(&revision_page(&m, &name, id).await?)
+}
+
+/// `GET /sites/{name}/revisions/by-hash/{hash}`: the revision whose body
+/// has this SHA-256, by a redirect to its page. Alert mails link here, as
+/// they are written before the revision has an id.
+pub async fn revision_by_hash(State(m): App, Path((name, hash)): Path<(String, String)>) -> Result<Response, Failure> {
+    match m.store().revision_by_hash(&name, &hash).await? {
+        Some(id) => {
+            Ok(axum::response::Redirect::to(&format!("/sites/{}/revisions/{id}", encode(&name))).into_response())
+        }
+        None => Err(Failure(StatusCode::NOT_FOUND, format!("site `{name}` has no revision with hash {hash}"))),
+    }
 }
 
 /// `GET /api/sites/{name}/revisions/{id}`: the revision page as JSON.

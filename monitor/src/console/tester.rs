@@ -39,6 +39,19 @@ pub struct Input {
     /// A stored revision of `site` to test, when `robots` is empty.
     #[serde(default, deserialize_with = "empty_as_none")]
     pub revision: Option<i64>,
+    /// A saved URL set, as `SITE/SET`: its URLs are tested after `urls`,
+    /// and their pinned verdicts checked.
+    #[serde(default)]
+    pub set: String,
+}
+
+/// A URL of a saved set, with the verdict it is pinned to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Saved {
+    /// The URL or path.
+    pub url: String,
+    /// `Some(true)` when it must stay crawlable, `Some(false)` blocked.
+    pub expect: Option<bool>,
 }
 
 /// A form sends an empty field for "none".
@@ -85,18 +98,30 @@ impl Input {
         Ok(out)
     }
 
-    /// The URLs, trimmed; `/` when none.
-    pub fn urls(&self) -> Result<Vec<String>, InputError> {
-        let mut out: Vec<String> =
-            self.urls.lines().map(str::trim).filter(|u| !u.is_empty()).map(String::from).collect();
+    /// The URLs, trimmed, then those of `set` not given already, each with
+    /// its pin; `/` when none.
+    pub fn urls(&self, set: &[Saved]) -> Result<Vec<Saved>, InputError> {
+        let mut out: Vec<Saved> = self
+            .urls
+            .lines()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(|u| Saved { url: u.to_string(), expect: None })
+            .collect();
+        for s in set {
+            match out.iter_mut().find(|o| o.url == s.url) {
+                Some(o) => o.expect = o.expect.or(s.expect),
+                None => out.push(s.clone()),
+            }
+        }
         if out.is_empty() {
-            out.push("/".to_string());
+            out.push(Saved { url: "/".to_string(), expect: None });
         }
         if out.len() > MAX_URLS {
             return Err(InputError::TooManyUrls(out.len()));
         }
-        if let Some((i, u)) = out.iter().enumerate().find(|(_, u)| u.len() > MAX_URL_BYTES) {
-            return Err(InputError::UrlTooLong(i + 1, u.len()));
+        if let Some((i, u)) = out.iter().enumerate().find(|(_, u)| u.url.len() > MAX_URL_BYTES) {
+            return Err(InputError::UrlTooLong(i + 1, u.url.len()));
         }
         Ok(out)
     }
@@ -117,6 +142,10 @@ pub struct Row {
     pub line: Option<u32>,
     /// The deciding rule as written (`Disallow: /private`).
     pub rule: Option<String>,
+    /// The verdict a saved set pins this URL to, if any.
+    pub expect: Option<bool>,
+    /// The verdict breaks that pin.
+    pub broken: bool,
 }
 
 /// One lint finding.
@@ -156,20 +185,23 @@ pub struct Report {
     /// has rules: the verdicts that would change, over the tested URLs and
     /// the site's saved URLs.
     pub changes: Option<Vec<Change>>,
+    /// How many verdicts break a pin of the saved set.
+    pub broken: usize,
 }
 
-/// Tests `input`; `live` is the site's current policy when a site was named.
-pub fn run(input: &Input, live: Option<&Policy>, saved_urls: &[String]) -> Result<Report, InputError> {
+/// Tests `input`, with the URLs of its saved `set`; `live` is the site's
+/// current policy when a site was named, and `saved_urls` its saved URLs.
+pub fn run(input: &Input, set: &[Saved], live: Option<&Policy>, saved_urls: &[String]) -> Result<Report, InputError> {
     let bytes = input.robots.len();
     if bytes > MAX_ROBOTS_BYTES {
         return Err(InputError::RobotsTooLarge(bytes));
     }
     let agents = input.agents()?;
-    let urls = input.urls()?;
+    let urls = input.urls(set)?;
     let (robots, findings) = Robots::parse_linted(input.robots.as_bytes());
     let policy = Policy::Rules(robots);
     let mut rows = Vec::with_capacity(urls.len() * agents.len());
-    for url in &urls {
+    for Saved { url, expect } in &urls {
         for agent in &agents {
             let v = policy.verdict(agent, url);
             rows.push(Row {
@@ -183,6 +215,8 @@ pub fn run(input: &Input, live: Option<&Policy>, saved_urls: &[String]) -> Resul
                 },
                 line: v.rule.map(|r| r.line),
                 rule: v.rule.map(|r| format!("{}: {}", r.kind, String::from_utf8_lossy(r.written))),
+                expect: *expect,
+                broken: expect.is_some_and(|e| e != v.allowed),
             });
         }
     }
@@ -191,7 +225,7 @@ pub fn run(input: &Input, live: Option<&Policy>, saved_urls: &[String]) -> Resul
         .map(|d| Finding { line: d.line, severity: d.severity.as_str().to_string(), message: d.message.clone() })
         .collect();
     let changes = live.map(|live| {
-        let mut all: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let mut all: Vec<&str> = urls.iter().map(|u| u.url.as_str()).collect();
         for u in saved_urls {
             if !all.contains(&u.as_str()) {
                 all.push(u);
@@ -202,7 +236,8 @@ pub fn run(input: &Input, live: Option<&Policy>, saved_urls: &[String]) -> Resul
             .map(|f| Change { url: f.url, agent: f.agent, live: f.old.to_string(), tested: f.new.to_string() })
             .collect()
     });
-    Ok(Report { bytes, rows, lint, changes })
+    let broken = rows.iter().filter(|r| r.broken).count();
+    Ok(Report { bytes, rows, lint, changes, broken })
 }
 
 fn lines(lines: &[u32]) -> String {
@@ -225,6 +260,7 @@ mod tests {
                 "Googlebot, GPTBot",
                 "/private/x\n/public",
             ),
+            &[],
             None,
             &[],
         )
@@ -240,18 +276,34 @@ mod tests {
     #[test]
     fn limits_give_clear_errors() {
         let big = "#".repeat(MAX_ROBOTS_BYTES + 1);
-        assert_eq!(run(&input(&big, "", ""), None, &[]).unwrap_err(), InputError::RobotsTooLarge(big.len()));
+        assert_eq!(run(&input(&big, "", ""), &[], None, &[]).unwrap_err(), InputError::RobotsTooLarge(big.len()));
         let many: String = (0..MAX_URLS + 1).map(|i| format!("/{i}\n")).collect();
-        assert!(matches!(run(&input("", "", &many), None, &[]), Err(InputError::TooManyUrls(_))));
+        assert!(matches!(run(&input("", "", &many), &[], None, &[]), Err(InputError::TooManyUrls(_))));
         let agents: String = (0..30).map(|i| format!("bot{i},")).collect();
-        assert!(matches!(run(&input("", &agents, ""), None, &[]), Err(InputError::TooManyAgents(30))));
+        assert!(matches!(run(&input("", &agents, ""), &[], None, &[]), Err(InputError::TooManyAgents(30))));
     }
 
     #[test]
     fn changes_against_the_live_file() {
         let live = Policy::Rules(Robots::parse(b"User-agent: *\nDisallow: /a\n"));
-        let r = run(&input("User-agent: *\nDisallow: /b\n", "Googlebot", "/a"), Some(&live), &["/b/1".into()]).unwrap();
+        let r = run(&input("User-agent: *\nDisallow: /b\n", "Googlebot", "/a"), &[], Some(&live), &["/b/1".into()])
+            .unwrap();
         let changes = r.changes.unwrap();
         assert_eq!(changes.len(), 2, "{changes:?}");
+    }
+
+    #[test]
+    fn a_saved_set_adds_its_urls_and_checks_its_pins() {
+        let set = [
+            Saved { url: "/a".into(), expect: Some(true) },
+            Saved { url: "/b".into(), expect: Some(true) },
+            Saved { url: "/c".into(), expect: None },
+        ];
+        let r = run(&input("User-agent: *\nDisallow: /b\n", "Googlebot", "/a\n/z"), &set, None, &[]).unwrap();
+        let urls: Vec<_> = r.rows.iter().map(|r| r.url.as_str()).collect();
+        assert_eq!(urls, ["/a", "/z", "/b", "/c"], "typed URLs first, then the set's new ones");
+        assert_eq!(r.rows[0].expect, Some(true), "a typed URL takes the set's pin");
+        assert!(r.rows[2].broken && !r.rows[0].broken && !r.rows[3].broken);
+        assert_eq!(r.broken, 1);
     }
 }

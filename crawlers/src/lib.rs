@@ -1,0 +1,327 @@
+//! The crawler catalogue, shared by the gateway and the monitor: each known
+//! crawler's product token, the User-Agent words that claim it, its
+//! operator and purpose, whether it says it obeys robots.txt, which group it
+//! reads, and how a claim to be it can be verified (IP-range feeds,
+//! forward-confirmed reverse DNS, Web Bot Auth).
+//!
+//! The built-in catalogue is `catalogue.yaml` beside this crate, compiled
+//! in; a config can add entries or override one by token. A User-Agent is
+//! matched against every token and extra word in one case-insensitive pass.
+
+pub mod import;
+
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use serde::{Deserialize, Serialize};
+
+/// The catalogue shipped with robotsgate.
+pub const BUILTIN: &str = include_str!("../catalogue.yaml");
+
+/// What a crawler's fetches are for.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Purpose {
+    /// A search engine's index.
+    Search,
+    /// Training AI models.
+    AiTraining,
+    /// Answers of an AI search or assistant, with links back.
+    AiSearch,
+    /// A fetch a person asked for (a link preview, an assistant reading a page).
+    UserFetch,
+    /// Ads quality and landing pages.
+    Ads,
+    /// A web archive or open dataset.
+    Archive,
+    /// SEO tools and backlink indexes.
+    SeoTool,
+    /// Anything else.
+    Other,
+}
+
+impl Purpose {
+    /// Every purpose, in the order tables show them.
+    pub const ALL: [Purpose; 8] = [
+        Purpose::Search,
+        Purpose::AiSearch,
+        Purpose::AiTraining,
+        Purpose::UserFetch,
+        Purpose::Ads,
+        Purpose::Archive,
+        Purpose::SeoTool,
+        Purpose::Other,
+    ];
+
+    /// The name the config and the catalogue use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Search => "search",
+            Purpose::AiTraining => "ai-training",
+            Purpose::AiSearch => "ai-search",
+            Purpose::UserFetch => "user-fetch",
+            Purpose::Ads => "ads",
+            Purpose::Archive => "archive",
+            Purpose::SeoTool => "seo-tool",
+            Purpose::Other => "other",
+        }
+    }
+}
+
+/// Which robots.txt group a crawler reads, as its operator documents.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Groups {
+    /// Its own group, else `*` (what Google's library does for any token).
+    #[default]
+    Own,
+    /// Its own group, else this token's, else `*`.
+    FallsBackTo(String),
+    /// Only a group naming it; `*` does not apply.
+    NamedOnly,
+}
+
+/// How a claim to be a crawler can be checked.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Verify {
+    /// Feeds of the operator's address ranges (`{"prefixes": [...]}`).
+    #[serde(default)]
+    pub ip_ranges: Vec<String>,
+    /// Domain suffixes a forward-confirmed reverse DNS name must end in.
+    #[serde(default)]
+    pub rdns: Vec<String>,
+    /// The operator's HTTP message signatures key directory (Web Bot Auth).
+    #[serde(default)]
+    pub web_bot_auth: Option<String>,
+}
+
+impl Verify {
+    /// The operator publishes no way to verify: such a crawler is
+    /// unverifiable, never spoofed.
+    pub fn is_empty(&self) -> bool {
+        self.ip_ranges.is_empty() && self.rdns.is_empty() && self.web_bot_auth.is_none()
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One crawler.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Crawler {
+    /// The product token robots.txt groups name.
+    pub token: String,
+    /// Other words in a User-Agent that claim this crawler.
+    #[serde(default)]
+    pub user_agents: Vec<String>,
+    /// Who runs it.
+    pub operator: String,
+    /// What its fetches are for.
+    pub purpose: Purpose,
+    /// The operator says it obeys robots.txt.
+    pub obeys: bool,
+    /// False for usage tokens, which name a preference and send no request.
+    #[serde(default = "yes")]
+    pub sends: bool,
+    /// Which group it reads.
+    #[serde(default)]
+    pub groups: Groups,
+    /// How a claim to be it can be verified.
+    #[serde(default)]
+    pub verify: Verify,
+    /// Where the entry's facts come from.
+    pub source: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    /// YAML anchors shared by entries; read through the aliases only.
+    #[serde(default)]
+    #[allow(dead_code)]
+    shared: Option<serde::de::IgnoredAny>,
+    crawlers: Vec<Crawler>,
+}
+
+/// Why a catalogue could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogueError {
+    /// Not YAML of the catalogue's shape.
+    #[error("{origin}: {message}")]
+    Shape {
+        /// The file, or "the built-in catalogue".
+        origin: String,
+        /// What is wrong, with its line.
+        message: String,
+    },
+    /// An entry is wrong in a way the shape does not catch.
+    #[error("{origin}: crawlers[{index}] (`{token}`): {message}")]
+    Entry {
+        /// The file.
+        origin: String,
+        /// The entry's index.
+        index: usize,
+        /// Its token.
+        token: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Every known crawler, and a matcher for User-Agents that claim one.
+#[derive(Clone, Debug)]
+pub struct Catalogue {
+    crawlers: Vec<Crawler>,
+    /// Token and extra words, each pointing at its crawler.
+    words: Vec<(String, usize)>,
+    finder: AhoCorasick,
+}
+
+impl Catalogue {
+    /// The built-in catalogue.
+    pub fn builtin() -> &'static Catalogue {
+        static BUILT: OnceLock<Catalogue> = OnceLock::new();
+        BUILT.get_or_init(|| match Catalogue::parse(BUILTIN, "the built-in catalogue") {
+            Ok(c) => c,
+            // The file is compiled in and checked by this crate's tests.
+            Err(e) => panic!("{e}"),
+        })
+    }
+
+    /// Reads a catalogue in the built-in file's format; `origin` names it
+    /// in errors.
+    pub fn parse(yaml: &str, origin: &str) -> Result<Catalogue, CatalogueError> {
+        let file: File = serde_saphyr::from_str(yaml)
+            .map_err(|e| CatalogueError::Shape { origin: origin.to_string(), message: e.to_string() })?;
+        Catalogue::from_entries(file.crawlers, origin)
+    }
+
+    /// A catalogue of `entries`, checked.
+    pub fn from_entries(entries: Vec<Crawler>, origin: &str) -> Result<Catalogue, CatalogueError> {
+        for (index, c) in entries.iter().enumerate() {
+            let bad = |message: &str| CatalogueError::Entry {
+                origin: origin.to_string(),
+                index,
+                token: c.token.clone(),
+                message: message.to_string(),
+            };
+            if c.token.is_empty() || !c.token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                return Err(bad("a product token is letters, digits, `-` and `_`"));
+            }
+            if entries[..index].iter().any(|o| o.token.eq_ignore_ascii_case(&c.token)) {
+                return Err(bad("this token is listed twice"));
+            }
+            if !c.sends && !c.verify.is_empty() {
+                return Err(bad("a usage token sends no request, so there is nothing to verify"));
+            }
+            for url in c.verify.ip_ranges.iter().chain(&c.verify.web_bot_auth) {
+                if !(url.starts_with("https://") || url.starts_with("http://")) {
+                    return Err(bad(&format!("`{url}` is not an http(s) URL")));
+                }
+            }
+        }
+        let mut words = Vec::new();
+        for (i, c) in entries.iter().enumerate() {
+            if c.sends {
+                words.push((c.token.clone(), i));
+                words.extend(c.user_agents.iter().map(|w| (w.clone(), i)));
+            }
+        }
+        let finder = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(words.iter().map(|(w, _)| w))
+            .map_err(|e| CatalogueError::Shape { origin: origin.to_string(), message: e.to_string() })?;
+        Ok(Catalogue { crawlers: entries, words, finder })
+    }
+
+    /// This catalogue with `extra` added; an entry whose token is already
+    /// here replaces it.
+    pub fn with(&self, extra: &[Crawler], origin: &str) -> Result<Catalogue, CatalogueError> {
+        let mut entries = self.crawlers.clone();
+        for e in extra {
+            match entries.iter_mut().find(|c| c.token.eq_ignore_ascii_case(&e.token)) {
+                Some(c) => *c = e.clone(),
+                None => entries.push(e.clone()),
+            }
+        }
+        Catalogue::from_entries(entries, origin)
+    }
+
+    /// Every crawler.
+    pub fn crawlers(&self) -> &[Crawler] {
+        &self.crawlers
+    }
+
+    /// The crawler with product token `token`, compared case-insensitively.
+    pub fn get(&self, token: &str) -> Option<&Crawler> {
+        self.crawlers.iter().find(|c| c.token.eq_ignore_ascii_case(token))
+    }
+
+    /// The crawler a User-Agent claims to be, if any. A word must stand on
+    /// its own (`Googlebot` in `compatible; Googlebot/2.1`, not in
+    /// `NotGooglebotX`), and the longest word found wins (`Googlebot-Image`
+    /// over `Googlebot`). Usage tokens are never claimed.
+    ///
+    /// ```
+    /// let c = robotsgate_crawlers::Catalogue::builtin();
+    /// let ua = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    /// assert_eq!(c.claimed_by(ua).map(|c| c.token.as_str()), Some("Googlebot"));
+    /// assert_eq!(c.claimed_by("Googlebot-Image/1.0").map(|c| c.token.as_str()), Some("Googlebot-Image"));
+    /// assert!(c.claimed_by("Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0").is_none());
+    /// ```
+    pub fn claimed_by(&self, user_agent: &str) -> Option<&Crawler> {
+        let bytes = user_agent.as_bytes();
+        let word = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+        let mut best: Option<(usize, usize)> = None;
+        for m in self.finder.find_overlapping_iter(user_agent) {
+            let before = m.start().checked_sub(1).map(|i| bytes[i]);
+            if before.is_some_and(word) || bytes.get(m.end()).copied().is_some_and(word) {
+                continue;
+            }
+            let len = m.end() - m.start();
+            if best.is_none_or(|(_, l)| len > l) {
+                best = Some((m.pattern().as_usize(), len));
+            }
+        }
+        best.map(|(w, _)| &self.crawlers[self.words[w].1])
+    }
+
+    /// The catalogued token nearest to `token` when `token` is not one but
+    /// looks like a typo of one (at most two edits, and less than a third
+    /// of its length): `Googelbot` gives `Googlebot`.
+    pub fn near(&self, token: &str) -> Option<&Crawler> {
+        if self.get(token).is_some() || token.len() < 4 {
+            return None;
+        }
+        let lower = token.to_ascii_lowercase();
+        self.crawlers
+            .iter()
+            .map(|c| (edits(&lower, &c.token.to_ascii_lowercase()), c))
+            .filter(|(d, _)| *d <= 2 && *d * 3 < token.len())
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, c)| c)
+    }
+}
+
+/// Levenshtein distance, in bytes.
+fn edits(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &x) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &y) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(x != y)).min(above + 1).min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests;

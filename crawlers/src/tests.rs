@@ -1,0 +1,150 @@
+//! The shipped catalogue's shape, and that it agrees with the engine.
+
+use super::*;
+
+#[test]
+fn the_builtin_catalogue_has_the_required_operators() {
+    let c = Catalogue::builtin();
+    for token in [
+        "Googlebot",
+        "Googlebot-Image",
+        "Googlebot-News",
+        "AdsBot-Google",
+        "Google-Extended",
+        "FeedFetcher-Google",
+        "bingbot",
+        "Applebot",
+        "Applebot-Extended",
+        "GPTBot",
+        "OAI-SearchBot",
+        "ChatGPT-User",
+        "ClaudeBot",
+        "Claude-User",
+        "Claude-SearchBot",
+        "PerplexityBot",
+        "CCBot",
+        "meta-externalagent",
+        "Amazonbot",
+        "Bytespider",
+        "DuckDuckBot",
+        "YandexBot",
+        "Baiduspider",
+    ] {
+        assert!(c.get(token).is_some(), "{token} is missing");
+    }
+}
+
+#[test]
+fn every_entry_is_complete() {
+    for e in Catalogue::builtin().crawlers() {
+        assert!(!e.operator.is_empty() && e.source.starts_with("https://"), "{}: operator and source", e.token);
+        for suffix in &e.verify.rdns {
+            assert!(!suffix.starts_with('.') && suffix.contains('.'), "{}: rdns `{suffix}` is a domain", e.token);
+        }
+        if e.purpose == Purpose::UserFetch && e.obeys {
+            // Allowed (Anthropic says Claude-User obeys), but rare: keep the list honest.
+            assert!(["Claude-User", "Twitterbot", "LinkedInBot"].contains(&e.token.as_str()), "{}", e.token);
+        }
+    }
+}
+
+#[test]
+fn usage_tokens_send_nothing_and_are_never_claimed() {
+    let c = Catalogue::builtin();
+    for token in ["Google-Extended", "Applebot-Extended"] {
+        let e = c.get(token).unwrap();
+        assert!(!e.sends && e.verify.is_empty());
+        assert!(c.claimed_by(&format!("Mozilla/5.0 (compatible; {token}/1.0)")).is_none(), "{token}");
+    }
+}
+
+#[test]
+fn google_groups_agree_with_the_engine() {
+    use rules::crawlers::{Choice, choice};
+    for e in Catalogue::builtin().crawlers() {
+        let engine = choice(&e.token);
+        let here = match &e.groups {
+            Groups::Own => Choice::Plain,
+            Groups::NamedOnly => Choice::NamedOnly,
+            Groups::FallsBackTo(t) => {
+                assert!(matches!(engine, Choice::FallsBackTo(x) if x.eq_ignore_ascii_case(t)), "{}", e.token);
+                continue;
+            }
+        };
+        assert_eq!(engine, here, "{}", e.token);
+    }
+}
+
+#[test]
+fn user_agents_of_real_crawlers() {
+    let c = Catalogue::builtin();
+    for (ua, want) in [
+        (
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm) Chrome/116.0 Safari/537.36",
+            Some("bingbot"),
+        ),
+        (
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)",
+            Some("GPTBot"),
+        ),
+        (
+            "Mozilla/5.0 (compatible; AdsBot-Google-Mobile; +http://www.google.com/mobile/adsbot.html)",
+            Some("AdsBot-Google-Mobile"),
+        ),
+        ("Mozilla/5.0 (compatible; YandexImages/3.0; +http://yandex.com/bots)", Some("YandexBot")),
+        ("GoogleOther-Image/1.0", Some("GoogleOther")),
+        ("curl/8.5.0", None),
+        ("Mozilla/5.0 (compatible; NotGooglebotX/1.0)", None),
+        ("", None),
+    ] {
+        assert_eq!(c.claimed_by(ua).map(|c| c.token.as_str()), want, "{ua}");
+    }
+}
+
+#[test]
+fn config_entries_add_and_override() {
+    let extra: Vec<Crawler> = serde_saphyr::from_str(
+        "- { token: ExampleBot, operator: Example, purpose: search, obeys: true, source: https://example.com/bot }\n\
+         - { token: GPTBot, operator: OpenAI, purpose: ai-training, obeys: true, source: https://example.com/mirror,\n    verify: { ip_ranges: [http://127.0.0.1:1/gptbot.json] } }\n",
+    )
+    .unwrap();
+    let c = Catalogue::builtin().with(&extra, "config.yaml").unwrap();
+    assert_eq!(c.claimed_by("examplebot/3").unwrap().token, "ExampleBot");
+    assert_eq!(c.get("gptbot").unwrap().verify.ip_ranges, ["http://127.0.0.1:1/gptbot.json"]);
+    assert_eq!(c.crawlers().len(), Catalogue::builtin().crawlers().len() + 1);
+}
+
+#[test]
+fn bad_entries_name_the_entry() {
+    let e = Catalogue::parse(
+        "crawlers:\n  - { token: A, operator: x, purpose: search, obeys: true, source: s }\n  - { token: a, operator: x, purpose: search, obeys: true, source: s }\n",
+        "cat.yaml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("cat.yaml") && e.contains("crawlers[1]") && e.contains("twice"), "{e}");
+    let e = Catalogue::parse(
+        "crawlers:\n  - { token: A, operator: x, purpose: crawling, obeys: true, source: s }\n",
+        "cat.yaml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("cat.yaml") && e.contains("crawling"), "{e}");
+    let e = Catalogue::parse(
+        "crawlers:\n  - { token: U, operator: x, purpose: ai-training, obeys: true, sends: false, source: s, verify: { rdns: [x.com] } }\n",
+        "cat.yaml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("usage token"), "{e}");
+}
+
+#[test]
+fn typos_of_tokens_are_found() {
+    let c = Catalogue::builtin();
+    assert_eq!(c.near("Googelbot").unwrap().token, "Googlebot");
+    assert_eq!(c.near("GPT-Bot").unwrap().token, "GPTBot");
+    assert!(c.near("Googlebot").is_none(), "a token is no typo");
+    assert!(c.near("MyOwnCrawler").is_none());
+    assert!(c.near("abc").is_none(), "too short to guess");
+}

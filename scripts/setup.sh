@@ -6,7 +6,7 @@
 # to run again: it installs only what is missing.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libssl-dev openssl curl chromium chromium-driver)
+packages=(build-essential cmake pkg-config libssl-dev openssl curl chromium chromium-driver dnsmasq-base)
 
 missing=()
 for p in "${packages[@]}"; do

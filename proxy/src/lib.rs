@@ -11,6 +11,7 @@ pub mod deadline;
 pub mod forward;
 pub mod framing;
 pub mod gateway;
+pub mod identity;
 pub mod metrics;
 pub mod origin;
 pub mod pipeline;

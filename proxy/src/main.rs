@@ -46,6 +46,38 @@ struct Cli {
     /// Validate the configuration and exit.
     #[arg(long)]
     check: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Says whether a request from ADDR with this User-Agent comes from the
+    /// crawler it claims to be (verified, spoofed, unverifiable), and why.
+    Verify {
+        /// The client address.
+        #[arg(long)]
+        ip: std::net::IpAddr,
+        /// The User-Agent header.
+        #[arg(long)]
+        user_agent: String,
+        /// DNS servers for reverse DNS (HOST:PORT; default: the system's).
+        #[arg(long)]
+        dns: Vec<std::net::SocketAddr>,
+        /// Longest wait for reverse DNS.
+        #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+        budget: std::time::Duration,
+        /// Where feeds' last good copies are kept.
+        #[arg(long)]
+        feeds_dir: Option<PathBuf>,
+        /// More catalogue entries (a YAML file with `crawlers:`, as the
+        /// built-in catalogue), added to or replacing built-in ones.
+        #[arg(long)]
+        catalogue: Option<PathBuf>,
+        /// Use the kept copies of feeds only; fetch nothing.
+        #[arg(long)]
+        offline: bool,
+    },
 }
 
 /// SIGINT is graceful here too: an operator's Ctrl-C should not cut
@@ -99,6 +131,26 @@ fn main() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(Command::Verify { ip, user_agent, dns, budget, feeds_dir, catalogue, offline }) = cli.command {
+        let extra = match &catalogue {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+                Some(robotsgate_crawlers::Catalogue::parse(&text, &path.display().to_string())?)
+            }
+            None => None,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let code = runtime.block_on(proxy::identity::cli::verify(proxy::identity::cli::Request {
+            ip,
+            user_agent,
+            dns,
+            budget,
+            feeds_dir,
+            extra,
+            offline,
+        }))?;
+        std::process::exit(code);
+    }
     let config = Config::load(&cli.config)?;
     let Some(settings) = config.proxy.clone() else {
         bail!("{}: no `proxy:` section; see config.example.yaml", cli.config.display());

@@ -90,22 +90,20 @@ impl Identity {
     /// at most the budget.
     pub async fn verify(&self, crawler: &Crawler, ip: IpAddr) -> Verdict {
         let v = &crawler.verify;
-        let mut usable = false;
+        let mut ranged = false;
         for source in &v.ip_ranges {
             let Some(feed) = self.feeds.get(source) else { continue };
             let table = feed.table();
             if table.is_empty() {
                 continue;
             }
-            usable = true;
+            ranged = true;
             if table.contains(ip) {
                 return Verdict { answer: Answer::Verified, why: format!("{ip} is in {source}") };
             }
         }
-        if !v.rdns.is_empty()
-            && let Some(dns) = &self.dns
-        {
-            usable = true;
+        let asked_dns = !v.rdns.is_empty() && self.dns.is_some();
+        if asked_dns && let Some(dns) = &self.dns {
             match dns.names(ip).await {
                 Names::Known(names) => {
                     if let Some(name) = names.iter().find(|n| v.rdns.iter().any(|s| dns::under(n, s))) {
@@ -123,12 +121,12 @@ impl Identity {
                 }
             }
         }
-        if usable {
+        if ranged || asked_dns {
             let mut ways = Vec::new();
-            if v.ip_ranges.iter().any(|s| self.feeds.get(s).is_some_and(|f| !f.table().is_empty())) {
+            if ranged {
                 ways.push("not in the published ranges".to_string());
             }
-            if !v.rdns.is_empty() && self.dns.is_some() {
+            if asked_dns {
                 ways.push(format!("no reverse DNS name under {} resolves back to it", v.rdns.join(", ")));
             }
             return Verdict {

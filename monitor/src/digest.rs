@@ -192,6 +192,14 @@ fn severity_of(s: &str) -> AlertSeverity {
     }
 }
 
+impl Due {
+    /// The digest's delivery id, the same on every attempt, so a receiver
+    /// can fold a repeat (`X-Robotsgate-Delivery`).
+    pub fn id(&self) -> String {
+        format!("digest:{}:{}", self.channel, self.day)
+    }
+}
+
 /// Counts by severity, in one line: "2 critical, 1 warning, 0 info".
 fn counts(entries: &[Entry]) -> String {
     let n = |s: &str| entries.iter().filter(|e| e.severity == s).count();
@@ -201,7 +209,7 @@ fn counts(entries: &[Entry]) -> String {
 /// The JSON a webhook receives for a digest.
 pub fn webhook_body(due: &Due, entries: &[Entry]) -> String {
     serde_json::json!({
-        "id": format!("digest:{}:{}", due.channel, due.day),
+        "id": due.id(),
         "digest": true,
         "from": due.from,
         "to": due.to,
@@ -239,7 +247,7 @@ pub async fn deliver(
         let result = match channels.iter().find(|c| c.name == due.channel) {
             Some(channel) => {
                 let list = entries(store, channel, &due).await?;
-                let id = format!("digest:{}:{}", due.channel, due.day);
+                let id = due.id();
                 crate::channels::post(client, channel, &id, || webhook_body(&due, &list), || slack_body(&list), now())
                     .await
             }

@@ -96,6 +96,11 @@ pub struct Config {
     /// is set; `robots-monitor serve` always does.
     #[serde(default)]
     pub console: Option<Console>,
+    /// Crawler catalogue entries, in the format of the built-in
+    /// `crawlers/catalogue.yaml`: added to it, or replacing the built-in
+    /// entry with the same token. Both daemons read them.
+    #[serde(default)]
+    pub crawlers: Vec<robotsgate_crawlers::Crawler>,
 }
 
 /// `robots-proxy` settings.
@@ -162,6 +167,79 @@ pub struct ProxySettings {
     /// pipeline, for comparison or as a fallback.
     #[serde(default = "default_true")]
     pub fast_path: bool,
+    /// Crawler verification: whether a request whose User-Agent claims a
+    /// catalogued crawler comes from it. Off without this section.
+    #[serde(default)]
+    pub identity: Option<IdentitySettings>,
+}
+
+/// `proxy.identity`: how claims to be a crawler are verified.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdentitySettings {
+    /// Verify only these crawlers, by token; empty (the default): every
+    /// catalogued crawler. Others are judged by their claim alone.
+    #[serde(default)]
+    pub only: Vec<String>,
+    /// Where the IP-range feeds' last good copies are kept; default
+    /// `<state_dir>/feeds`.
+    #[serde(default)]
+    pub feeds_dir: Option<PathBuf>,
+    /// How often feeds are fetched again.
+    #[serde(default = "default_feed_refresh", with = "humantime_serde_compat")]
+    pub refresh: Duration,
+    /// `false`: fetch no feed, use the copies in `feeds_dir` only.
+    #[serde(default = "default_true")]
+    pub fetch: bool,
+    /// Forward-confirmed reverse DNS for crawlers whose operators publish
+    /// host names.
+    #[serde(default = "default_true")]
+    pub reverse_dns: bool,
+    /// DNS servers, `host:port`; default: the system's (/etc/resolv.conf).
+    #[serde(default)]
+    pub dns_servers: Vec<std::net::SocketAddr>,
+    /// Longest one DNS query waits.
+    #[serde(default = "default_dns_timeout", with = "humantime_serde_compat")]
+    pub dns_timeout: Duration,
+    /// Longest a request waits for its verification; past it the request
+    /// goes on unverified and the answer serves the next one.
+    #[serde(default = "default_budget", with = "humantime_serde_compat")]
+    pub budget: Duration,
+    /// Most reverse-DNS lookups at once.
+    #[serde(default = "default_in_flight")]
+    pub dns_in_flight: usize,
+    /// Peers (CIDRs, like `10.0.0.0/8`) whose `X-Forwarded-For` names the
+    /// client; from any other peer the socket's address is the client's.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
+}
+
+fn default_feed_refresh() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+fn default_dns_timeout() -> Duration {
+    Duration::from_secs(2)
+}
+fn default_budget() -> Duration {
+    Duration::from_millis(200)
+}
+fn default_in_flight() -> usize {
+    256
+}
+
+/// What the gateway does with a request whose claim to be a crawler fails
+/// verification.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Spoofed {
+    /// Answer 403.
+    Refuse,
+    /// Forward it, judged as the anonymous client it is (the `*` group),
+    /// with `Robotsgate-Crawler: TOKEN; identity=spoofed` for the origin.
+    #[default]
+    Tag,
+    /// Forward it, judged as the crawler it claims to be.
+    Allow,
 }
 
 /// A TLS listener.
@@ -209,6 +287,11 @@ pub struct SiteProxy {
     /// list of AI crawlers).
     #[serde(default)]
     pub managed_groups: Option<String>,
+    /// What to do with a request that claims to be a crawler and fails
+    /// verification (with `proxy.identity`): `refuse`, `tag` (the default)
+    /// or `allow`.
+    #[serde(default)]
+    pub spoofed: Spoofed,
 }
 
 /// One site.
@@ -567,6 +650,9 @@ impl Config {
         }
         if let Some(p) = &mut config.proxy {
             anchor(&mut p.state_dir);
+            if let Some(dir) = p.identity.as_mut().and_then(|i| i.feeds_dir.as_mut()) {
+                anchor(dir);
+            }
             if let Some(ca) = &mut p.origin_ca_file {
                 anchor(ca);
             }
@@ -585,6 +671,14 @@ impl Config {
         })?;
         config.validate(path)?;
         Ok(config)
+    }
+
+    /// The built-in crawler catalogue with this file's `crawlers:` added.
+    pub fn catalogue(&self) -> Result<robotsgate_crawlers::Catalogue, robotsgate_crawlers::CatalogueError> {
+        if self.crawlers.is_empty() {
+            return Ok(robotsgate_crawlers::Catalogue::builtin().clone());
+        }
+        robotsgate_crawlers::Catalogue::builtin().with(&self.crawlers, "crawlers")
     }
 
     fn validate(&self, path: &Path) -> Result<(), ConfigError> {
@@ -673,6 +767,34 @@ impl Config {
         {
             return Err(invalid("proxy.listen".into(), "give at least one listener"));
         }
+        if let Err(e) = self.catalogue() {
+            return Err(invalid("crawlers".into(), &e.to_string()));
+        }
+        if let Some(id) = self.proxy.as_ref().and_then(|p| p.identity.as_ref()) {
+            for (i, cidr) in id.trusted_proxies.iter().enumerate() {
+                if !is_cidr(cidr) {
+                    return Err(invalid(
+                        format!("proxy.identity.trusted_proxies[{i}]"),
+                        &format!("`{cidr}` is not a CIDR like 10.0.0.0/8 or fd00::/8"),
+                    ));
+                }
+            }
+            let catalogue = self.catalogue().unwrap_or_else(|_| robotsgate_crawlers::Catalogue::builtin().clone());
+            for (i, token) in id.only.iter().enumerate() {
+                if catalogue.get(token).is_none() {
+                    return Err(invalid(
+                        format!("proxy.identity.only[{i}]"),
+                        &format!("`{token}` is no catalogued crawler (add it under `crawlers:`)"),
+                    ));
+                }
+            }
+            if id.budget.is_zero() || id.dns_timeout.is_zero() || id.refresh.is_zero() || id.dns_in_flight == 0 {
+                return Err(invalid(
+                    "proxy.identity".into(),
+                    "`budget`, `dns_timeout`, `refresh` and `dns_in_flight` must be more than zero",
+                ));
+            }
+        }
         if let Some(email) = &self.email
             && email.to.is_empty()
         {
@@ -710,12 +832,46 @@ mod humantime_serde_compat {
     }
 }
 
+/// Whether `text` is an address and a prefix length that fits it.
+fn is_cidr(text: &str) -> bool {
+    let Some((addr, len)) = text.split_once('/') else { return false };
+    let (Ok(addr), Ok(len)) = (addr.parse::<std::net::IpAddr>(), len.parse::<u8>()) else { return false };
+    len <= if addr.is_ipv4() { 32 } else { 128 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("test.yaml"))
+    }
+
+    #[test]
+    fn identity_settings_are_checked_by_key() {
+        let base = "proxy:\n  listen: [\"127.0.0.1:8080\"]\n  identity:\n";
+        let site = "sites:\n  - name: s\n    proxy: { hosts: [s.test], origin: \"127.0.0.1:1\", spoofed: refuse }\n";
+        let ok =
+            parse(&format!("{base}    trusted_proxies: [10.0.0.0/8, \"fd00::/8\"]\n    only: [googlebot]\n{site}"))
+                .unwrap();
+        let id = ok.proxy.unwrap().identity.unwrap();
+        assert_eq!(id.trusted_proxies.len(), 2);
+        assert_eq!(ok.sites[0].proxy.as_ref().unwrap().spoofed, Spoofed::Refuse);
+        let err = parse(&format!("{base}    trusted_proxies: [10.0.0.0/33]\n{site}")).unwrap_err().to_string();
+        assert!(err.contains("proxy.identity.trusted_proxies[0]") && err.contains("10.0.0.0/33"), "{err}");
+        let err = parse(&format!("{base}    only: [Googelbot]\n{site}")).unwrap_err().to_string();
+        assert!(err.contains("proxy.identity.only[0]"), "{err}");
+        let err = parse(&format!("{base}    budget: 0s\n{site}")).unwrap_err().to_string();
+        assert!(err.contains("budget"), "{err}");
+        let err = parse(&format!("{base}    only: []\n{}", site.replace("refuse", "block"))).unwrap_err().to_string();
+        assert!(err.contains("test.yaml") && err.contains("block"), "{err}");
+        // Catalogue entries in the config are checked as the built-in ones.
+        let err = parse(&format!(
+            "crawlers:\n  - {{ token: \"bad token\", operator: x, purpose: search, obeys: true, source: x }}\n{site}"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("`crawlers`") && err.contains("product token"), "{err}");
     }
 
     #[test]

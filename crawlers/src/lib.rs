@@ -274,6 +274,15 @@ impl Catalogue {
     /// assert!(c.claimed_by("Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0").is_none());
     /// ```
     pub fn claimed_by(&self, user_agent: &str) -> Option<&Crawler> {
+        self.claim(user_agent).map(|(c, _)| c)
+    }
+
+    /// The crawler a User-Agent claims to be, and the word that claims it as
+    /// the catalogue spells it: the crawler's token, or one of its
+    /// `user_agents` (`msnbot` claims bingbot). robots.txt verdicts go by
+    /// that word, as Google's matcher reads the product token a crawler
+    /// sends; identity goes by the crawler.
+    pub fn claim(&self, user_agent: &str) -> Option<(&Crawler, &str)> {
         let bytes = user_agent.as_bytes();
         let word = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
         let mut best: Option<(usize, usize)> = None;
@@ -287,7 +296,10 @@ impl Catalogue {
                 best = Some((m.pattern().as_usize(), len));
             }
         }
-        best.map(|(w, _)| &self.crawlers[self.words[w].1])
+        best.map(|(w, _)| {
+            let (word, i) = &self.words[w];
+            (&self.crawlers[*i], word.as_str())
+        })
     }
 
     /// The catalogued token nearest to `token` when `token` is not one but

@@ -11,7 +11,7 @@ use proxy::crawler::Crawlers;
 const ROBOTS: &str = "User-agent: *\nDisallow: /admin/\nDisallow: /cart\nDisallow: /*?sessionid=\nAllow: /admin/help\n\nUser-agent: Googlebot\nDisallow: /search\nDisallow: /*.pdf$\n\nUser-agent: GPTBot\nDisallow: /\n";
 
 fn verdict(c: &mut Criterion) {
-    let crawlers = Crawlers::new(&["ExampleBot"]);
+    let crawlers = Crawlers::new(robotsgate_crawlers::Catalogue::builtin(), &["ExampleBot"]);
     let robots = rules::Robots::parse(ROBOTS.as_bytes());
     let googlebot = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; +http://www.google.com/bot.html) Chrome/120.0.0.0 Safari/537.36";
     let browser = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
@@ -20,7 +20,7 @@ fn verdict(c: &mut Criterion) {
     group.bench_function("identify+verdict/googlebot", |b| {
         b.iter(|| {
             let crawler = crawlers.identify(black_box(googlebot));
-            black_box(crawler.map(|c| robots.check(c, black_box(path)).allowed))
+            black_box(crawler.map(|(_, word)| robots.check(word, black_box(path)).allowed))
         })
     });
     group.bench_function("identify/browser", |b| b.iter(|| black_box(crawlers.identify(black_box(browser)))));

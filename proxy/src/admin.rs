@@ -12,6 +12,7 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use serde_json::json;
 
+use crate::identity::Identity;
 use crate::metrics::Metrics;
 use crate::store::{RobotsStore, State};
 
@@ -26,6 +27,12 @@ pub struct Admin {
     pub token: Option<String>,
     /// Wakes the refresher.
     pub refresh_now: Arc<tokio::sync::Notify>,
+    /// Crawler verification, whose feeds `/status` and `/metrics` show.
+    pub identity: Option<Arc<Identity>>,
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 fn reply(status: u16, content_type: &str, body: String) -> Response<Vec<u8>> {
@@ -64,7 +71,23 @@ impl Admin {
                 })
             })
             .collect();
-        json!({ "sites": list }).to_string()
+        let identity = self.identity.as_ref().map(|id| {
+            let now = now_secs();
+            let feeds: Vec<_> = id
+                .feed_status()
+                .into_iter()
+                .map(|f| {
+                    json!({
+                        "source": f.source,
+                        "prefixes": f.prefixes,
+                        "age_secs": f.fetched_at.map(|t| now.saturating_sub(t)),
+                        "last_error": f.last_error,
+                    })
+                })
+                .collect();
+            json!({ "feeds": feeds, "reverse_dns": id.dns.is_some() })
+        });
+        json!({ "sites": list, "identity": identity }).to_string()
     }
 }
 
@@ -74,7 +97,12 @@ impl ServeHttp for Admin {
         let path = session.req_header().uri.path().to_string();
         match path.as_str() {
             "/healthz" => reply(200, "text/plain", "ok\n".into()),
-            "/metrics" => reply(200, "text/plain; version=0.0.4", self.metrics.render()),
+            "/metrics" => {
+                if let Some(id) = &self.identity {
+                    self.metrics.set_feeds(&id.feed_status(), now_secs());
+                }
+                reply(200, "text/plain; version=0.0.4", self.metrics.render())
+            }
             "/status" | "/refresh" => {
                 let given = session
                     .req_header()

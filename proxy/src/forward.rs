@@ -10,6 +10,7 @@
 //! instructions on this machine, nginx as a reverse proxy 21,800; the hop's
 //! added latency is what the gateway is judged on (docs/BENCHMARKS.md).
 
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +27,8 @@ use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use crate::framing::{Body, content_length, list};
-use crate::gateway::{FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
+use crate::gateway::{CRAWLER_FIELD, FrontedSite, Gateway, NeedsDns, UNKNOWN_HOST_BODY, Visit};
+use crate::identity::Answer;
 use crate::pipeline::Pipeline;
 use crate::store::State;
 use crate::upstream;
@@ -109,6 +111,9 @@ enum Plan {
     Answer { response: Vec<u8>, close: bool, log: Option<Logged> },
     /// Relayed to the site's origin.
     Forward(Forward),
+    /// A crawler's claim needs reverse DNS before the request can be
+    /// judged: asked (within the budget), then the head is planned again.
+    Verify { user_agent: String, client: Option<IpAddr> },
 }
 
 /// A request on its way to the origin.
@@ -196,6 +201,7 @@ impl Front {
         // eventfd (two system calls per request).
         let mut deadline = std::pin::pin!(tokio::time::sleep(KEEPALIVE));
         let head_limit = self.gateway.client_timeout;
+        let peer = client.get_socket_digest().and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
         loop {
             // A connection may idle KEEPALIVE between requests; once a
             // head's first byte is in, the whole head must follow within
@@ -209,7 +215,7 @@ impl Front {
             let (plan, head_len) = loop {
                 if head_may_end(&buf, seen) {
                     let closing = *watch.borrow();
-                    if let Some(planned) = self.plan(&buf, closing) {
+                    if let Some(planned) = self.plan(&buf, closing, peer, None) {
                         break planned;
                     }
                 }
@@ -248,6 +254,20 @@ impl Front {
                 }
             };
             first = false;
+            let (plan, head_len) = match plan {
+                Plan::Verify { user_agent, client } => {
+                    let known = match self.gateway.claim(&user_agent) {
+                        Some(claim) => self.gateway.identity(claim, client).await,
+                        None => None,
+                    };
+                    let closing = *watch.borrow();
+                    match self.plan(&buf, closing, peer, Some(known)) {
+                        Some(planned) => planned,
+                        None => return,
+                    }
+                }
+                planned => (planned, head_len),
+            };
             let keep = match plan {
                 Plan::HandOver => return self.hand_over(client, buf, shutdown).await,
                 Plan::Answer { response, close, log } => {
@@ -260,6 +280,8 @@ impl Front {
                     }
                     !close
                 }
+                // Planned again with the answer known, so never twice.
+                Plan::Verify { .. } => return,
                 Plan::Forward(f) => {
                     buf.advance(head_len);
                     let mut wait = Wait {
@@ -305,8 +327,15 @@ impl Front {
     }
 
     /// Reads a request head from `buf`: `None` while it is incomplete,
-    /// else the plan and the head's length.
-    fn plan(&self, buf: &[u8], closing: bool) -> Option<(Plan, usize)> {
+    /// else the plan and the head's length. `known` is verification's
+    /// answer for this head's claim, once asked.
+    fn plan(
+        &self,
+        buf: &[u8],
+        closing: bool,
+        peer: Option<IpAddr>,
+        known: Option<Option<Answer>>,
+    ) -> Option<(Plan, usize)> {
         let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
         let mut req = httparse::Request::new(&mut fields);
         let len = match req.parse(buf) {
@@ -317,11 +346,17 @@ impl Front {
         if !self.fast {
             return Some((Plan::HandOver, 0));
         }
-        Some((self.decide(&req, closing).unwrap_or(Plan::HandOver), len))
+        Some((self.decide(&req, closing, peer, known).unwrap_or(Plan::HandOver), len))
     }
 
     /// The plan for a parsed request; `None` hands it over.
-    fn decide(&self, req: &httparse::Request<'_, '_>, closing: bool) -> Option<Plan> {
+    fn decide(
+        &self,
+        req: &httparse::Request<'_, '_>,
+        closing: bool,
+        peer: Option<IpAddr>,
+        known: Option<Option<Answer>>,
+    ) -> Option<Plan> {
         let (method, target) = (req.method?, req.path?);
         // A `#` cannot stand in a request target (RFC 9112 section 3.2);
         // the pipeline drops it and what follows, as the origin must not see it.
@@ -329,6 +364,7 @@ impl Front {
             return None;
         }
         let (mut host, mut agent, mut if_none_match, mut length) = (None, "", None, None);
+        let mut forwarded_for = None;
         let mut close = closing;
         for f in req.headers.iter() {
             let name = f.name;
@@ -339,6 +375,12 @@ impl Front {
                 host = Some(std::str::from_utf8(f.value).ok()?);
             } else if name.eq_ignore_ascii_case("user-agent") {
                 agent = std::str::from_utf8(f.value).unwrap_or("");
+            } else if name.eq_ignore_ascii_case("x-forwarded-for") {
+                // Several fields are one list; the pipeline joins them.
+                if forwarded_for.is_some() {
+                    return None;
+                }
+                forwarded_for = Some(std::str::from_utf8(f.value).ok()?);
             } else if name.eq_ignore_ascii_case("if-none-match") {
                 if_none_match = std::str::from_utf8(f.value).ok();
             } else if name.eq_ignore_ascii_case("content-length") {
@@ -379,15 +421,25 @@ impl Front {
         if site.proxy.origin_tls {
             return None;
         }
-        let log = if path == "/robots.txt" {
-            None
-        } else {
-            self.gateway.visit(site, agent, target.as_bytes()).map(|visit| Logged {
-                site: Arc::clone(site),
-                visit,
-                method: method.to_string(),
-                target: target.to_string(),
-            })
+        let claim = if path == "/robots.txt" { None } else { self.gateway.claim(agent) };
+        let log = match claim {
+            None => None,
+            Some(claim) => {
+                let client = self.gateway.client(peer, forwarded_for);
+                let identity = match known {
+                    Some(answer) => answer,
+                    None => match self.gateway.identity_now(claim, client) {
+                        Ok(answer) => answer,
+                        Err(NeedsDns) => return Some(Plan::Verify { user_agent: agent.to_string(), client }),
+                    },
+                };
+                Some(Logged {
+                    site: Arc::clone(site),
+                    visit: self.gateway.visit(site, claim, identity, client, target.as_bytes()),
+                    method: method.to_string(),
+                    target: target.to_string(),
+                })
+            }
         };
         if let Some(l) = &log
             && l.visit.refused
@@ -404,9 +456,16 @@ impl Front {
         // to CGI-style variables read `Content_Length` as `Content-Length`.
         // One `Content-Length` goes on, however the client repeated it.
         for f in req.headers.iter() {
-            if !(hop_by_hop(f.name) || f.name.contains('_') || f.name.eq_ignore_ascii_case("content-length")) {
+            if !(hop_by_hop(f.name)
+                || f.name.contains('_')
+                || f.name.eq_ignore_ascii_case("content-length")
+                || f.name.eq_ignore_ascii_case(CRAWLER_FIELD))
+            {
                 push_field(&mut head, f.name, f.value);
             }
+        }
+        if let Some(value) = log.as_ref().and_then(|l| l.visit.field()) {
+            push_field(&mut head, CRAWLER_FIELD, value.as_bytes());
         }
         if let Some(n) = length {
             push_field(&mut head, "Content-Length", n.to_string().as_bytes());

@@ -5,13 +5,17 @@
 //! parses no robots.txt itself: verdicts come from `rules`.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use robotsgate_config::SiteProxy;
+use robotsgate_config::{SiteProxy, Spoofed};
+use robotsgate_crawlers::Crawler;
 use rules::normal::Slashes;
 use serde_json::json;
 
 use crate::crawler::Crawlers;
+use crate::identity::prefixes::Prefixes;
+use crate::identity::{Answer, Identity};
 use crate::metrics::Metrics;
 use crate::origin::Origin;
 use crate::store::{RobotsStore, State};
@@ -46,6 +50,11 @@ pub struct Gateway {
     pub store: Arc<RobotsStore>,
     /// Crawler recognition.
     pub crawlers: Crawlers,
+    /// Crawler verification (`proxy.identity`); `None` believes every claim.
+    pub identity: Option<Arc<Identity>>,
+    /// Peers whose `X-Forwarded-For` names the client
+    /// (`proxy.identity.trusted_proxies`).
+    pub trusted: Prefixes,
     /// Counters.
     pub metrics: Arc<Metrics>,
     /// Status for unknown hosts.
@@ -60,17 +69,52 @@ pub struct Gateway {
 /// The body sent to a Host no site is configured for.
 pub const UNKNOWN_HOST_BODY: &[u8] = b"robots-proxy: no site is configured for this host\n";
 
+/// The field the origin gets on a crawler's request when verification is
+/// on: `TOKEN; identity=ANSWER`. Clients' own copies are always dropped.
+pub const CRAWLER_FIELD: &str = "robotsgate-crawler";
+
+/// The token a request is judged as when its claim to be a crawler is
+/// spoofed and the site tags it: no group names it, so the `*` group
+/// decides, as for any anonymous client.
+const ANONYMOUS: &str = "robotsgate-unverified";
+
+/// A request's claim to be a crawler.
+#[derive(Clone, Copy, Debug)]
+pub struct Claim<'g> {
+    /// The crawler claimed.
+    pub crawler: &'g Crawler,
+    /// The User-Agent word that claims it, as the catalogue spells it.
+    pub word: &'g str,
+}
+
+/// Reverse DNS must be asked before this claim can be answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NeedsDns;
+
 /// A declared crawler's request and what the site's robots.txt says of it.
 #[derive(Debug, Clone)]
 pub struct Visit {
     /// The crawler's product token, as the crawler list spells it.
     pub crawler: String,
+    /// What verification answered; `None` with verification off, or no
+    /// client address.
+    pub identity: Option<Answer>,
+    /// The client address verification judged.
+    pub client: Option<IpAddr>,
     /// The verdict.
     pub allowed: bool,
     /// The deciding line, if a rule decided.
     pub line: Option<u32>,
     /// Whether the gateway refuses the request (403).
     pub refused: bool,
+}
+
+impl Visit {
+    /// The field value the origin gets: `TOKEN; identity=ANSWER`, with
+    /// verification on.
+    pub fn field(&self) -> Option<String> {
+        self.identity.map(|a| format!("{}; identity={}", self.crawler, a.as_str()))
+    }
 }
 
 impl Gateway {
@@ -86,35 +130,93 @@ impl Gateway {
         }
     }
 
-    /// Judges a request by its User-Agent and origin-form target (path
-    /// and query) against the site's current robots.txt, and counts it.
-    /// `None` when the User-Agent is no declared crawler.
+    /// The crawler a User-Agent claims to be, if any.
+    pub fn claim(&self, user_agent: &str) -> Option<Claim<'_>> {
+        self.crawlers.identify(user_agent).map(|(crawler, word)| Claim { crawler, word })
+    }
+
+    /// The client's address: the peer's, or, when the peer is a trusted
+    /// proxy, the last address in `X-Forwarded-For` that is not one (the
+    /// addresses before it were written by the client, and prove nothing).
+    pub fn client(&self, peer: Option<IpAddr>, forwarded_for: Option<&str>) -> Option<IpAddr> {
+        let mut client = peer?;
+        if !self.trusted.contains(client) {
+            return Some(client);
+        }
+        for hop in forwarded_for.unwrap_or("").rsplit(',') {
+            let hop = hop.trim();
+            let hop = hop.strip_prefix('[').and_then(|h| h.split_once(']')).map_or(hop, |(h, _)| h);
+            let Ok(ip) = hop.parse::<IpAddr>() else { break };
+            client = ip;
+            if !self.trusted.contains(ip) {
+                break;
+            }
+        }
+        Some(client)
+    }
+
+    /// Verification's answer from what is known now; `Err` when reverse
+    /// DNS must be asked first ([`Gateway::identity`]).
+    pub fn identity_now(&self, claim: Claim<'_>, client: Option<IpAddr>) -> Result<Option<Answer>, NeedsDns> {
+        let (Some(identity), Some(ip)) = (&self.identity, client) else { return Ok(None) };
+        identity.answer_now(claim.crawler, ip).map(Some).ok_or(NeedsDns)
+    }
+
+    /// Verification's answer, waiting on reverse DNS at most the budget.
+    pub async fn identity(&self, claim: Claim<'_>, client: Option<IpAddr>) -> Option<Answer> {
+        let (Some(identity), Some(ip)) = (&self.identity, client) else { return None };
+        Some(identity.verify(claim.crawler, ip).await.answer)
+    }
+
+    /// Judges a crawler's request by its origin-form target (path and
+    /// query) against the site's current robots.txt, and counts it. A
+    /// spoofed claim is refused, or judged as the anonymous client it is,
+    /// or as the crawler it claims to be, as the site's `spoofed` says.
     ///
     /// The target is judged as the origin will serve it: refused when
     /// Google's matcher disallows it as sent or in its normal form
     /// ([`rules::normal`]), so no re-spelling walks around a rule.
-    pub fn visit(&self, site: &FrontedSite, user_agent: &str, target: &[u8]) -> Option<Visit> {
-        let crawler = self.crawlers.identify(user_agent)?;
+    pub fn visit(
+        &self,
+        site: &FrontedSite,
+        claim: Claim<'_>,
+        identity: Option<Answer>,
+        client: Option<IpAddr>,
+        target: &[u8],
+    ) -> Visit {
+        let word = claim.word;
+        let spoofed = identity == Some(Answer::Spoofed);
+        let identity_label = identity.map_or("off", Answer::as_str);
+        if spoofed && site.proxy.spoofed == Spoofed::Refuse {
+            self.metrics.crawler_requests.with_label_values(&[word, "spoofed", identity_label]).inc();
+            self.metrics.enforced.with_label_values(&[&site.name, word, "spoofed"]).inc();
+            return Visit { crawler: word.to_string(), identity, client, allowed: false, line: None, refused: true };
+        }
+        let judged_as = if spoofed && site.proxy.spoofed == Spoofed::Tag { ANONYMOUS } else { word };
         let state = self.store.state(&site.name);
         let slashes = if site.proxy.merge_slashes { Slashes::Merged } else { Slashes::Strict };
         let (allowed, line) = match &*state {
             State::Serve(served) => {
-                let v = served.robots.crawler(crawler).check_request(target, slashes);
+                let v = served.robots.crawler(judged_as).check_request(target, slashes);
                 (v.allowed, v.rule.map(|r| r.line))
             }
             // No file (4xx) or no good copy yet: nothing restricts crawling.
             State::NoFile(_) | State::Unknown => (true, None),
         };
-        self.metrics.crawler_requests.with_label_values(&[crawler, if allowed { "allow" } else { "disallow" }]).inc();
+        let verdict = if allowed { "allow" } else { "disallow" };
+        self.metrics.crawler_requests.with_label_values(&[word, verdict, identity_label]).inc();
         let refused = !allowed && site.proxy.enforce;
         if refused {
-            self.metrics.enforced.with_label_values(&[&site.name, crawler]).inc();
+            self.metrics.enforced.with_label_values(&[&site.name, word, "robots"]).inc();
         }
-        Some(Visit { crawler: crawler.to_string(), allowed, line, refused })
+        Visit { crawler: word.to_string(), identity, client, allowed, line, refused }
     }
 
     /// The body of the 403 a refused crawler gets.
     pub fn refusal(visit: &Visit) -> String {
+        if visit.identity == Some(Answer::Spoofed) && visit.line.is_none() && !visit.allowed {
+            return format!("this request claims to be {} and verification says it is not\n", visit.crawler);
+        }
         format!("robots.txt of this site disallows this URL for {}\n", visit.crawler)
     }
 
@@ -126,6 +228,8 @@ impl Gateway {
             "crawler": visit.crawler,
             "method": method,
             "url": target,
+            "identity": visit.identity.map(Answer::as_str),
+            "client": visit.client,
             "verdict": if visit.allowed { "allow" } else { "disallow" },
             "line": visit.line,
             "status": status,

@@ -20,6 +20,9 @@ use proxy::admin::Admin;
 use proxy::crawler::Crawlers;
 use proxy::forward::Front;
 use proxy::gateway::{FrontedSite, Gateway};
+use proxy::identity::Identity;
+use proxy::identity::dns::{Dns, DnsOptions};
+use proxy::identity::prefixes::Prefixes;
 use proxy::metrics::Metrics;
 use proxy::pipeline::Pipeline;
 use proxy::refresh::{Refresher, SiteRobots};
@@ -205,10 +208,38 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
 
+    let crawlers = Crawlers::new(&config.catalogue()?, &settings.crawlers);
+    let (identity, trusted) = match &settings.identity {
+        Some(id) => {
+            let dir = id.feeds_dir.clone().unwrap_or_else(|| settings.state_dir.join("feeds"));
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let dns = if id.reverse_dns {
+                let options = DnsOptions {
+                    servers: id.dns_servers.clone(),
+                    timeout: id.dns_timeout,
+                    budget: id.budget,
+                    in_flight: id.dns_in_flight,
+                };
+                Some(Dns::new(&options).map_err(anyhow::Error::msg)?)
+            } else {
+                None
+            };
+            let identity = Identity::only(crawlers.catalogue().clone(), Some(&dir), dns, &id.only);
+            if id.fetch {
+                identity.keep_fresh(id.refresh).map_err(anyhow::Error::msg)?;
+            }
+            let trusted = Prefixes::parse(id.trusted_proxies.iter().map(String::as_str))
+                .map_err(|e| anyhow::anyhow!("proxy.identity.trusted_proxies: {}", e.0))?;
+            (Some(Arc::new(identity)), trusted)
+        }
+        None => (None, Prefixes::default()),
+    };
     let gateway = Arc::new(Gateway {
         hosts,
         store: Arc::clone(&store),
-        crawlers: Crawlers::new(&settings.crawlers),
+        crawlers,
+        identity: identity.clone(),
+        trusted,
         metrics: Arc::clone(&metrics),
         unknown_host_status: settings.unknown_host_status,
         origin_timeout: settings.origin_timeout,
@@ -234,7 +265,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 
     let token = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().or(settings.admin_token.clone());
-    let mut admin = Service::new("robotsgate admin".to_string(), Admin { store, metrics, token, refresh_now });
+    let mut admin =
+        Service::new("robotsgate admin".to_string(), Admin { store, metrics, token, refresh_now, identity });
     admin.add_tcp(&settings.admin);
 
     server.add_service(background_service("robots.txt refresher", refresher));

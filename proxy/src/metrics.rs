@@ -1,17 +1,28 @@
 //! The gateway's Prometheus counters, in a registry of its own that the
 //! admin listener serves at `/metrics`.
 
-use prometheus::{IntCounterVec, Opts, Registry};
+use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
+
+use crate::identity::feeds::FeedStatus;
 
 /// All counters.
 #[derive(Clone, Debug)]
 pub struct Metrics {
     /// The registry `/metrics` renders.
     pub registry: Registry,
-    /// Requests from recognised crawlers, by crawler and verdict.
+    /// Requests from recognised crawlers, by crawler (a catalogued or
+    /// configured token: a bounded set), verdict and verification answer
+    /// (`verified`, `spoofed`, `unverifiable`, `pending`, or `off`).
     pub crawler_requests: IntCounterVec,
-    /// Requests answered 403 by enforcement, by site and crawler.
+    /// Requests answered 403, by site, crawler and reason (`robots` or
+    /// `spoofed`).
     pub enforced: IntCounterVec,
+    /// Prefixes in each IP-range feed's copy in use.
+    pub feed_prefixes: IntGaugeVec,
+    /// Seconds since each feed's copy in use was fetched (-1: none yet).
+    pub feed_age: IntGaugeVec,
+    /// 1 when a feed's last refresh failed.
+    pub feed_failing: IntGaugeVec,
     /// `/robots.txt` answers from the store, by site and source.
     pub robots_served: IntCounterVec,
     /// Origin robots.txt refreshes, by site and outcome.
@@ -27,6 +38,12 @@ fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntC
     c
 }
 
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGaugeVec {
+    let g = IntGaugeVec::new(Opts::new(name, help), &["feed"]).unwrap_or_else(|e| panic!("metric {name}: {e}"));
+    let _ = registry.register(Box::new(g.clone()));
+    g
+}
+
 impl Metrics {
     /// Creates and registers the counters.
     pub fn new() -> Metrics {
@@ -36,13 +53,13 @@ impl Metrics {
                 &registry,
                 "robotsgate_crawler_requests_total",
                 "Requests from recognised crawlers",
-                &["crawler", "verdict"],
+                &["crawler", "verdict", "identity"],
             ),
             enforced: counter(
                 &registry,
                 "robotsgate_enforced_total",
                 "Crawler requests refused with 403",
-                &["site", "crawler"],
+                &["site", "crawler", "reason"],
             ),
             robots_served: counter(
                 &registry,
@@ -62,7 +79,24 @@ impl Metrics {
                 "Origin robots.txt unusable",
                 &["site", "reason"],
             ),
+            feed_prefixes: gauge(&registry, "robotsgate_identity_feed_prefixes", "Prefixes in an IP-range feed"),
+            feed_age: gauge(&registry, "robotsgate_identity_feed_age_seconds", "Age of an IP-range feed's copy"),
+            feed_failing: gauge(
+                &registry,
+                "robotsgate_identity_feed_failing",
+                "An IP-range feed's last refresh failed",
+            ),
             registry,
+        }
+    }
+
+    /// Sets the feed gauges from the feeds' status, before a render.
+    pub fn set_feeds(&self, feeds: &[FeedStatus], now: u64) {
+        for f in feeds {
+            let labels = [f.source.as_str()];
+            self.feed_prefixes.with_label_values(&labels).set(f.prefixes as i64);
+            self.feed_age.with_label_values(&labels).set(f.fetched_at.map_or(-1, |t| now.saturating_sub(t) as i64));
+            self.feed_failing.with_label_values(&labels).set(i64::from(f.last_error.is_some()));
         }
     }
 

@@ -14,7 +14,7 @@ use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
 use crate::framing::{absolute_form, content_length};
-use crate::gateway::{FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
+use crate::gateway::{CRAWLER_FIELD, FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
 use crate::store::State;
 
 /// The pipeline's hooks.
@@ -178,8 +178,20 @@ impl ProxyHttp for Pipeline {
         if is_robots {
             return Ok(false);
         }
+        // Only the gateway writes this field; a client's copy would be a
+        // forged verification.
+        session.req_header_mut().remove_header(CRAWLER_FIELD);
         let ua = header(session, http::header::USER_AGENT).unwrap_or("");
-        let Some(visit) = self.0.visit(&site, ua, session.req_header().raw_path()) else { return Ok(false) };
+        let Some(claim) = self.0.claim(ua) else { return Ok(false) };
+        let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+        let forwarded: Vec<&str> =
+            session.req_header().headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
+        let client = self.0.client(peer, (!forwarded.is_empty()).then(|| forwarded.join(",")).as_deref());
+        let identity = match self.0.identity_now(claim, client) {
+            Ok(answer) => answer,
+            Err(_) => self.0.identity(claim, client).await,
+        };
+        let visit = self.0.visit(&site, claim, identity, client, session.req_header().raw_path());
         let refused = visit.refused.then(|| Gateway::refusal(&visit));
         ctx.visit = Some(visit);
         if let Some(body) = refused {
@@ -187,6 +199,19 @@ impl ProxyHttp for Pipeline {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// The verification answer goes to the origin in `Robotsgate-Crawler`.
+    async fn upstream_request_filter(
+        &self,
+        _session: &mut Session,
+        upstream_request: &mut pingora::http::RequestHeader,
+        ctx: &mut Self::CTX,
+    ) -> Result<()> {
+        if let Some(value) = ctx.visit.as_ref().and_then(Visit::field) {
+            upstream_request.insert_header(CRAWLER_FIELD, value)?;
+        }
+        Ok(())
     }
 
     async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Self::CTX) -> Result<Box<HttpPeer>> {

@@ -4,37 +4,14 @@
 //! changes shape.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use testkit::*;
 
-const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+mod support;
+use support::dns::dnsmasq;
 
-/// dnsmasq on a free port with `records` (its own flags), or `None` where
-/// it is not installed; under CI it must be (`scripts/setup.sh`).
-fn dnsmasq(records: &[&str]) -> Option<(Proc, u16)> {
-    let port = free_port();
-    let spawned = Command::new("dnsmasq")
-        .args(["--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--no-poll"])
-        .args(["--listen-address=127.0.0.1", "--bind-interfaces", "--pid-file", "--user=root"])
-        .arg(format!("--port={port}"))
-        .args(records)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    match spawned {
-        Ok(child) => {
-            let p = Proc(child);
-            assert!(wait_listening(std::net::SocketAddr::from(([127, 0, 0, 1], port)), 10), "dnsmasq did not start");
-            Some((p, port))
-        }
-        Err(e) => {
-            assert!(std::env::var_os("CI").is_none(), "dnsmasq is required under CI: {e}");
-            eprintln!("dnsmasq not installed ({e}); skipping");
-            None
-        }
-    }
-}
+const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 
 fn verify(catalogue: &Path, feeds: &Path, dns_port: u16, ip: &str, ua: &str, more: &[&str]) -> (i32, String) {
     let out: Output = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))

@@ -269,14 +269,19 @@ fn crawlers_are_recognised_and_enforced_only_when_asked() {
     assert_eq!(get(&g, "/robots.txt", &[("User-Agent", GOOGLEBOT)]).status, 200, "robots.txt is always served");
     let metrics = request(g.admin, "GET", "admin", "/metrics", &[]).unwrap().text();
     assert!(
-        metrics.contains("robotsgate_crawler_requests_total{crawler=\"Googlebot\",verdict=\"disallow\"} 2"),
+        metrics.contains(
+            "robotsgate_crawler_requests_total{crawler=\"Googlebot\",identity=\"off\",verdict=\"disallow\"} 2"
+        ),
         "{metrics}"
     );
     assert!(
-        metrics.contains("robotsgate_crawler_requests_total{crawler=\"Googlebot\",verdict=\"allow\"}"),
+        metrics.contains("robotsgate_crawler_requests_total{crawler=\"Googlebot\",identity=\"off\",verdict=\"allow\"}"),
         "{metrics}"
     );
-    assert!(metrics.contains("robotsgate_enforced_total{crawler=\"Googlebot\",site=\"shop\"} 2"), "{metrics}");
+    assert!(
+        metrics.contains("robotsgate_enforced_total{crawler=\"Googlebot\",reason=\"robots\",site=\"shop\"} 2"),
+        "{metrics}"
+    );
 }
 
 #[test]

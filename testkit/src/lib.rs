@@ -383,8 +383,29 @@ impl Response {
 /// exactly the headers given. `None` if the connection fails or no
 /// response comes within 30 s.
 pub fn request(addr: SocketAddr, method: &str, host: &str, path: &str, headers: &[(&str, &str)]) -> Option<Response> {
+    request_from(None, addr, method, host, path, headers)
+}
+
+/// [`request`] from the local address `source` (any of 127.0.0.0/8 on
+/// loopback), so one test can stand for clients at several addresses.
+pub fn request_from(
+    source: Option<std::net::IpAddr>,
+    addr: SocketAddr,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Option<Response> {
     use std::io::Read;
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    let mut stream = match source {
+        None => TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?,
+        Some(ip) => {
+            let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).ok()?;
+            socket.bind(&SocketAddr::new(ip, 0).into()).ok()?;
+            socket.connect_timeout(&addr.into(), Duration::from_secs(5)).ok()?;
+            socket.into()
+        }
+    };
     stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for (k, v) in headers {

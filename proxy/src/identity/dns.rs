@@ -66,6 +66,10 @@ pub struct DnsOptions {
 impl Dns {
     /// A resolver asking `options.servers`.
     pub fn new(options: &DnsOptions) -> Result<Dns, String> {
+        // The resolver's sockets belong to the identity runtime, which
+        // runs every lookup; Pingora's services each run runtimes of
+        // their own, and a request awaits the lookup from any of them.
+        let _in = super::runtime()?.enter();
         let builder = if options.servers.is_empty() {
             TokioResolver::builder_tokio().map_err(|e| format!("reading the system's DNS settings: {e}"))?
         } else {
@@ -118,7 +122,8 @@ impl Dns {
             return Names::Pending;
         };
         let me = Arc::clone(self);
-        let task = tokio::spawn(async move {
+        let Ok(runtime) = super::runtime() else { return Names::Pending };
+        let task = runtime.spawn(async move {
             let (names, ttl) = me.confirm(ip).await;
             let names = Arc::new(names);
             if ttl.is_zero() {

@@ -139,29 +139,32 @@ impl Feed {
     /// Fetches and checks the feed; on success the table and the copy on
     /// disk are replaced, on failure both stay and the error is recorded.
     pub async fn refresh(&self, client: &reqwest::Client) -> Result<usize, FeedError> {
-        let result = match self.read(client).await {
-            Ok(body) => parse(&body).map(|t| (t, body)),
-            Err(e) => Err(e),
-        };
-        match result {
-            Ok((table, body)) => {
-                let n = table.len();
-                if let Some(path) = &self.copy {
-                    // Written aside and renamed, so a crash leaves the old copy whole.
-                    let tmp = path.with_extension("json.tmp");
-                    if let Err(e) = std::fs::write(&tmp, &body).and_then(|()| std::fs::rename(&tmp, path)) {
-                        tracing::warn!(feed = %self.source, error = %e, "could not keep the feed's copy on disk");
-                    }
-                }
-                self.install(table, Some(now_secs()));
-                Ok(n)
-            }
-            Err(e) => {
-                tracing::warn!(feed = %self.source, error = %e, "IP-range feed refused; the last good copy stays");
-                self.status.lock().unwrap_or_else(|e| e.into_inner()).last_error = Some(e.to_string());
-                Err(e)
+        match self.read(client).await {
+            Ok(body) => self.accept(&body),
+            Err(e) => Err(self.refuse(e)),
+        }
+    }
+
+    /// Checks a feed body and, if good, makes it the copy in use and the
+    /// copy on disk; if not, both stay and the error is recorded.
+    pub fn accept(&self, body: &[u8]) -> Result<usize, FeedError> {
+        let table = parse(body).map_err(|e| self.refuse(e))?;
+        let n = table.len();
+        if let Some(path) = &self.copy {
+            // Written aside and renamed, so a crash leaves the old copy whole.
+            let tmp = path.with_extension("json.tmp");
+            if let Err(e) = std::fs::write(&tmp, body).and_then(|()| std::fs::rename(&tmp, path)) {
+                tracing::warn!(feed = %self.source, error = %e, "could not keep the feed's copy on disk");
             }
         }
+        self.install(table, Some(now_secs()));
+        Ok(n)
+    }
+
+    fn refuse(&self, e: FeedError) -> FeedError {
+        tracing::warn!(feed = %self.source, error = %e, "IP-range feed refused; the last good copy stays");
+        self.status.lock().unwrap_or_else(|e| e.into_inner()).last_error = Some(e.to_string());
+        e
     }
 
     async fn read(&self, client: &reqwest::Client) -> Result<Vec<u8>, FeedError> {

@@ -6,6 +6,8 @@ use std::process::{Command, Stdio};
 
 use testkit::{Proc, free_port, temp_dir, wait_listening};
 
+#[allow(dead_code)] // Not every suite that shares this module needs it.
+pub mod dns;
 pub mod edge;
 
 /// Runs `robots-proxy --config cfg` and waits until each of `addrs`

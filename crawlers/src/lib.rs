@@ -9,6 +9,7 @@
 //! matched against every token and extra word in one case-insensitive pass.
 
 pub mod import;
+pub mod lint;
 
 use std::sync::OnceLock;
 
@@ -261,6 +262,12 @@ impl Catalogue {
         self.crawlers.iter().find(|c| c.token.eq_ignore_ascii_case(token))
     }
 
+    /// The purpose of the crawler with product token `token`, as tables
+    /// show it, or `unknown` for a token the catalogue does not hold.
+    pub fn purpose_of(&self, token: &str) -> &'static str {
+        self.get(token).map_or("unknown", |c| c.purpose.as_str())
+    }
+
     /// The crawler a User-Agent claims to be, if any. A word must stand on
     /// its own (`Googlebot` in `compatible; Googlebot/2.1`, not in
     /// `NotGooglebotX`), and the longest word found wins (`Googlebot-Image`
@@ -309,30 +316,59 @@ impl Catalogue {
         if self.get(token).is_some() || token.len() < 4 {
             return None;
         }
-        let lower = token.to_ascii_lowercase();
+        // Spelled the same but for case, `-` and `_` (`GPT-Bot`,
+        // `googlebot_news`): a typo. Otherwise tokens are compared without
+        // the `bot`/`spider` ending most share, so that `Zealbot` is not a
+        // typo of `PetalBot`: the stem tells crawlers apart, and a typo is
+        // one slip in it (two in a long one; a swap of neighbours is one).
+        // The same stem with another ending (`Yandex`, `Semrush`) is a name
+        // of its own that operators document, not a slip.
+        let plain = |t: &str| t.chars().filter(|c| *c != '-' && *c != '_').collect::<String>().to_ascii_lowercase();
+        let stem = |p: &str| {
+            let cut = ["bot", "spider", "crawler"].iter().find_map(|end| p.strip_suffix(end)).map(str::len);
+            p[..cut.unwrap_or(p.len())].to_string()
+        };
+        let mine = plain(token);
+        if let Some(c) = self.crawlers.iter().find(|c| plain(&c.token) == mine) {
+            return Some(c);
+        }
+        let my_stem = stem(&mine);
+        let allowed = match my_stem.len() {
+            0..5 => return None,
+            5..10 => 1,
+            _ => 2,
+        };
         self.crawlers
             .iter()
-            .map(|c| (edits(&lower, &c.token.to_ascii_lowercase()), c))
-            .filter(|(d, _)| *d <= 2 && *d * 3 < token.len())
+            .map(|c| (edits(&my_stem, &stem(&plain(&c.token))), c))
+            .filter(|(d, _)| (1..=allowed).contains(d))
             .min_by_key(|(d, _)| *d)
             .map(|(_, c)| c)
     }
 }
 
-/// Levenshtein distance, in bytes.
+/// Edit distance in bytes, a swap of neighbouring bytes counting as one
+/// edit (optimal string alignment).
 fn edits(a: &str, b: &str) -> usize {
     let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, &x) in a.iter().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &y) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (diagonal + usize::from(x != y)).min(above + 1).min(row[j] + 1);
-            diagonal = above;
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (rows[i - 1][j] + 1).min(rows[i][j - 1] + 1).min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = d;
         }
     }
-    row[b.len()]
+    rows[a.len()][b.len()]
 }
 
 #[cfg(test)]

@@ -148,3 +148,36 @@ fn typos_of_tokens_are_found() {
     assert!(c.near("MyOwnCrawler").is_none());
     assert!(c.near("abc").is_none(), "too short to guess");
 }
+
+#[test]
+fn lint_finds_typos_and_usage_tokens_only() {
+    use crate::lint::lint;
+    let body = b"User-agent: Googelbot\nDisallow: /a\n\nUser-agent: GPTbot\nUser-agent: ClaudeBot/1.0\nDisallow: /\n\nUser-agent: Applebot-Extended\nDisallow: /\n\nUser-agent: *\nUser-agent: SomeOtherSpider\nDisallow: /tmp\n";
+    let found = lint(body, Catalogue::builtin());
+    let got: Vec<(u32, &str)> = found.iter().map(|d| (d.line, d.code.as_str())).collect();
+    assert_eq!(got, [(1, "unknown-crawler"), (8, "usage-token")], "{found:#?}");
+    assert!(found[0].message.contains("`Googlebot`") && found[0].hint == "write `User-agent: Googlebot`");
+    assert_eq!(found[1].severity, rules::lint::Severity::Info);
+}
+
+/// Over the real-world corpus, the typo finder flags few groups, and each
+/// flagged token really is a near miss of a catalogued one (a token of at
+/// least four letters, not itself catalogued).
+#[test]
+fn lint_over_the_realworld_corpus() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/realworld/robots");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    let (mut files, mut flagged) = (0, Vec::new());
+    for e in entries.flatten() {
+        let Ok(body) = std::fs::read(e.path()) else { continue };
+        files += 1;
+        for d in crate::lint::lint(&body, Catalogue::builtin()) {
+            if d.code == rules::lint::Code::UnknownCrawler {
+                flagged.push(d.message);
+            }
+        }
+    }
+    assert!(files > 1000, "{files}");
+    assert!(flagged.len() <= 10, "{} flagged: {flagged:#?}", flagged.len());
+    eprintln!("{} groups flagged in {files} files: {flagged:#?}", flagged.len());
+}

@@ -88,6 +88,7 @@ pub struct Monitor {
     mailer: Option<Mailer>,
     owner: String,
     known: Mutex<HashMap<String, Known>>,
+    catalogue: robotsgate_crawlers::Catalogue,
 }
 
 /// Unix milliseconds.
@@ -109,12 +110,28 @@ impl Monitor {
             source::client(config.http.timeout, &config.http.user_agent).context("building the HTTP client")?;
         let mailer = config.email.as_ref().map(Mailer::new).transpose()?;
         let owner = format!("{}:{}", std::process::id(), now_ms());
-        Ok(Monitor { config, store, client, mailer, owner, known: Mutex::new(HashMap::new()) })
+        // Checked when the config was loaded.
+        let catalogue = config.catalogue().context("crawlers")?;
+        Ok(Monitor { config, store, client, mailer, owner, known: Mutex::new(HashMap::new()), catalogue })
     }
 
     /// The store, for reports and tests.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The crawler catalogue: the built-in one with the config's `crawlers:`.
+    pub fn catalogue(&self) -> &robotsgate_crawlers::Catalogue {
+        &self.catalogue
+    }
+
+    /// Lints a robots.txt body: the engine's findings and the catalogue's
+    /// (token typos, usage tokens), by line.
+    pub fn lint(&self, body: &[u8]) -> Vec<rules::Diagnostic> {
+        let mut found = rules::lint(body);
+        found.extend(robotsgate_crawlers::lint::lint(body, &self.catalogue));
+        found.sort_by_key(|d| d.line);
+        found
     }
 
     /// The configuration.

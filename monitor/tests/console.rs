@@ -146,6 +146,9 @@ fn console_pages_and_tester_in_chromium() {
         assert_eq!(count(&c, "#verdicts tbody tr").await, 4, "2 URLs x 2 crawlers");
         let first = text(&c, "#verdicts tbody tr").await;
         assert!(first.contains("blocked") && first.contains("line 2: Disallow: /private"), "{first}");
+        // Each crawler's purpose, from the catalogue.
+        assert!(first.contains("search"), "{first}");
+        assert!(text(&c, "#verdicts").await.contains("ai-training"), "GPTBot's purpose");
         let xss = c.execute("return window.__xss === undefined", vec![]).await.unwrap();
         assert_eq!(xss, serde_json::Value::Bool(true), "the file's markup ran");
         assert_eq!(count(&c, "script").await, 0, "no script element on the page");

@@ -73,6 +73,14 @@ pub enum Code {
     SitemapNotAbsolute,
     /// A `Content-Signal` line.
     ContentSignal,
+    /// A group named for a token no catalogued crawler sends, that looks
+    /// like a typo of one (`Googelbot`). Found by `robotsgate-crawlers`,
+    /// which holds the catalogue; this crate only names the code.
+    UnknownCrawler,
+    /// A group named for a usage token (`Google-Extended`): a preference
+    /// no request carries, so a gateway cannot enforce it. Found by
+    /// `robotsgate-crawlers`.
+    UsageToken,
 }
 
 impl Code {
@@ -97,11 +105,13 @@ impl Code {
             Code::DuplicateRule => "duplicate-rule",
             Code::SitemapNotAbsolute => "sitemap-not-absolute",
             Code::ContentSignal => "content-signal",
+            Code::UnknownCrawler => "unknown-crawler",
+            Code::UsageToken => "usage-token",
         }
     }
 
     /// Every code, for documentation and SARIF rule lists.
-    pub const ALL: [Code; 18] = [
+    pub const ALL: [Code; 20] = [
         Code::Typo,
         Code::MissingColon,
         Code::RuleOutsideGroup,
@@ -120,6 +130,8 @@ impl Code {
         Code::DuplicateRule,
         Code::SitemapNotAbsolute,
         Code::ContentSignal,
+        Code::UnknownCrawler,
+        Code::UsageToken,
     ];
 }
 

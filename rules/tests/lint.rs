@@ -125,3 +125,12 @@ fn realworld_corpus_lints_without_panicking() {
     }
     assert!(files > 1000);
 }
+
+/// `Code::UnknownCrawler` and `Code::UsageToken` need the crawler
+/// catalogue, so `robotsgate-crawlers` finds them (tested there); the
+/// engine's own lint never does.
+#[test]
+fn catalogue_codes_come_from_the_catalogue() {
+    let found = lint(b"User-agent: Googelbot\nDisallow: /\n\nUser-agent: Google-Extended\nDisallow: /\n");
+    assert!(found.iter().all(|d| !matches!(d.code, Code::UnknownCrawler | Code::UsageToken)), "{found:?}");
+}

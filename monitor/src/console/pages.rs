@@ -125,6 +125,7 @@ struct StateView {
 struct VerdictView {
     url: String,
     agent: String,
+    purpose: &'static str,
     allowed: bool,
     rule: String,
     broken: bool,
@@ -206,6 +207,7 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
                         _ => "no rule".into(),
                     },
                     url: v.url,
+                    purpose: m.catalogue().purpose_of(&v.agent),
                     agent: v.agent,
                     allowed: v.allowed,
                     broken,
@@ -308,7 +310,7 @@ async fn test(m: &Monitor, input: &Input) -> Result<Report, String> {
         };
         (live, Monitor::targets(site).into_iter().map(|t| t.url).collect())
     };
-    tester::run(input, &set, live.as_ref(), &saved).map_err(|e| e.to_string())
+    tester::run(input, &set, live.as_ref(), &saved, m.catalogue()).map_err(|e| e.to_string())
 }
 
 /// A stored revision as the tester's file, when one is asked for and no

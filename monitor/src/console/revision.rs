@@ -123,7 +123,8 @@ pub async fn page(m: &Monitor, site: &str, id: i64) -> anyhow::Result<Option<Rev
             });
         }
     }
-    let lint = rules::lint(&new)
+    let lint = m
+        .lint(&new)
         .into_iter()
         .map(|d| FindingView { line: d.line, severity: d.severity.as_str(), message: d.message })
         .collect();

@@ -134,6 +134,9 @@ pub struct Row {
     pub url: String,
     /// The crawler.
     pub agent: String,
+    /// What its fetches are for, from the crawler catalogue (`unknown`
+    /// for a token it does not hold).
+    pub purpose: &'static str,
     /// May it fetch the URL.
     pub allowed: bool,
     /// The group it obeyed: the lines of its `user-agent` lines, or `*`.
@@ -191,14 +194,23 @@ pub struct Report {
 
 /// Tests `input`, with the URLs of its saved `set`; `live` is the site's
 /// current policy when a site was named, and `saved_urls` its saved URLs.
-pub fn run(input: &Input, set: &[Saved], live: Option<&Policy>, saved_urls: &[String]) -> Result<Report, InputError> {
+/// `catalogue` adds its lint (token typos, usage tokens) to the engine's.
+pub fn run(
+    input: &Input,
+    set: &[Saved],
+    live: Option<&Policy>,
+    saved_urls: &[String],
+    catalogue: &robotsgate_crawlers::Catalogue,
+) -> Result<Report, InputError> {
     let bytes = input.robots.len();
     if bytes > MAX_ROBOTS_BYTES {
         return Err(InputError::RobotsTooLarge(bytes));
     }
     let agents = input.agents()?;
     let urls = input.urls(set)?;
-    let (robots, findings) = Robots::parse_linted(input.robots.as_bytes());
+    let (robots, mut findings) = Robots::parse_linted(input.robots.as_bytes());
+    findings.extend(robotsgate_crawlers::lint::lint(input.robots.as_bytes(), catalogue));
+    findings.sort_by_key(|d| d.line);
     let policy = Policy::Rules(robots);
     let mut rows = Vec::with_capacity(urls.len() * agents.len());
     for Saved { url, expect } in &urls {
@@ -207,6 +219,7 @@ pub fn run(input: &Input, set: &[Saved], live: Option<&Policy>, saved_urls: &[St
             rows.push(Row {
                 url: url.clone(),
                 agent: agent.clone(),
+                purpose: catalogue.purpose_of(agent),
                 allowed: v.allowed,
                 group: match v.group {
                     None => "none".to_string(),
@@ -263,6 +276,7 @@ mod tests {
             &[],
             None,
             &[],
+            robotsgate_crawlers::Catalogue::builtin(),
         )
         .unwrap();
         assert_eq!(r.rows.len(), 4);
@@ -274,20 +288,54 @@ mod tests {
     }
 
     #[test]
+    fn the_catalogue_lints_beside_the_engine() {
+        let r = run(
+            &input(
+                "User-agent: Googelbot\nDissallow: /x\n\nUser-agent: Google-Extended\nDisallow: /\n",
+                "Googlebot",
+                "/",
+            ),
+            &[],
+            None,
+            &[],
+            robotsgate_crawlers::Catalogue::builtin(),
+        )
+        .unwrap();
+        let lines: Vec<(u32, &str)> = r.lint.iter().map(|f| (f.line, f.severity.as_str())).collect();
+        assert_eq!(lines, [(1, "warning"), (2, "warning"), (4, "info")], "{:?}", r.lint);
+        assert!(r.lint[0].message.contains("`Googlebot`"), "{:?}", r.lint);
+    }
+
+    #[test]
     fn limits_give_clear_errors() {
         let big = "#".repeat(MAX_ROBOTS_BYTES + 1);
-        assert_eq!(run(&input(&big, "", ""), &[], None, &[]).unwrap_err(), InputError::RobotsTooLarge(big.len()));
+        assert_eq!(
+            run(&input(&big, "", ""), &[], None, &[], robotsgate_crawlers::Catalogue::builtin()).unwrap_err(),
+            InputError::RobotsTooLarge(big.len())
+        );
         let many: String = (0..MAX_URLS + 1).map(|i| format!("/{i}\n")).collect();
-        assert!(matches!(run(&input("", "", &many), &[], None, &[]), Err(InputError::TooManyUrls(_))));
+        assert!(matches!(
+            run(&input("", "", &many), &[], None, &[], robotsgate_crawlers::Catalogue::builtin()),
+            Err(InputError::TooManyUrls(_))
+        ));
         let agents: String = (0..30).map(|i| format!("bot{i},")).collect();
-        assert!(matches!(run(&input("", &agents, ""), &[], None, &[]), Err(InputError::TooManyAgents(30))));
+        assert!(matches!(
+            run(&input("", &agents, ""), &[], None, &[], robotsgate_crawlers::Catalogue::builtin()),
+            Err(InputError::TooManyAgents(30))
+        ));
     }
 
     #[test]
     fn changes_against_the_live_file() {
         let live = Policy::Rules(Robots::parse(b"User-agent: *\nDisallow: /a\n"));
-        let r = run(&input("User-agent: *\nDisallow: /b\n", "Googlebot", "/a"), &[], Some(&live), &["/b/1".into()])
-            .unwrap();
+        let r = run(
+            &input("User-agent: *\nDisallow: /b\n", "Googlebot", "/a"),
+            &[],
+            Some(&live),
+            &["/b/1".into()],
+            robotsgate_crawlers::Catalogue::builtin(),
+        )
+        .unwrap();
         let changes = r.changes.unwrap();
         assert_eq!(changes.len(), 2, "{changes:?}");
     }
@@ -299,7 +347,14 @@ mod tests {
             Saved { url: "/b".into(), expect: Some(true) },
             Saved { url: "/c".into(), expect: None },
         ];
-        let r = run(&input("User-agent: *\nDisallow: /b\n", "Googlebot", "/a\n/z"), &set, None, &[]).unwrap();
+        let r = run(
+            &input("User-agent: *\nDisallow: /b\n", "Googlebot", "/a\n/z"),
+            &set,
+            None,
+            &[],
+            robotsgate_crawlers::Catalogue::builtin(),
+        )
+        .unwrap();
         let urls: Vec<_> = r.rows.iter().map(|r| r.url.as_str()).collect();
         assert_eq!(urls, ["/a", "/z", "/b", "/c"], "typed URLs first, then the set's new ones");
         assert_eq!(r.rows[0].expect, Some(true), "a typed URL takes the set's pin");

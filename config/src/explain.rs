@@ -78,38 +78,17 @@ fn unknown_key(message: &str) -> Option<String> {
         .map(|k| k.trim().trim_matches('`'))
         .filter(|k| !k.is_empty())
         .collect();
-    known.sort_by_key(|k| distance(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()));
+    known.sort_by_key(|k| robotsgate_crawlers::edits(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()));
     let hint = match known.first() {
-        Some(best) if distance(key, best) <= key.len().max(2) / 2 => format!("; did you mean `{best}`?"),
+        Some(best) if robotsgate_crawlers::edits(key, best) <= key.len().max(2) / 2 => {
+            format!("; did you mean `{best}`?")
+        }
         _ => String::new(),
     };
     let sorted = known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
     let replacement = format!("unknown key `{key}`{hint} Known keys here, nearest first: {sorted}");
     let old = format!("unknown field `{key}`, expected {}", &message[list_at..list_end]);
     Some(message.replace(&old, &replacement))
-}
-
-/// Edit distance (insertions, deletions, substitutions, swaps of two
-/// neighbours) between two short keys.
-fn distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
-            }
-        }
-    }
-    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -149,9 +128,9 @@ mod tests {
 
     #[test]
     fn distances() {
-        assert_eq!(distance("interval", "interval"), 0);
-        assert_eq!(distance("intervl", "interval"), 1);
-        assert_eq!(distance("expekt", "expect"), 1);
-        assert_eq!(distance("ab", "ba"), 1);
+        assert_eq!(robotsgate_crawlers::edits("interval", "interval"), 0);
+        assert_eq!(robotsgate_crawlers::edits("intervl", "interval"), 1);
+        assert_eq!(robotsgate_crawlers::edits("expekt", "expect"), 1);
+        assert_eq!(robotsgate_crawlers::edits("ab", "ba"), 1);
     }
 }

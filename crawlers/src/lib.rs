@@ -347,28 +347,29 @@ impl Catalogue {
     }
 }
 
-/// Edit distance in bytes, a swap of neighbouring bytes counting as one
-/// edit (optimal string alignment).
-fn edits(a: &str, b: &str) -> usize {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in rows.iter_mut().enumerate() {
+/// Edit distance (insertions, deletions, substitutions, and a swap of two
+/// neighbours counted as one: optimal string alignment) between two short
+/// names. Typo finders share it: this catalogue's for crawler tokens, the
+/// config's for keys.
+pub fn edits(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for (j, cell) in rows[0].iter_mut().enumerate() {
+    for (j, cell) in d[0].iter_mut().enumerate() {
         *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut d = (rows[i - 1][j] + 1).min(rows[i][j - 1] + 1).min(rows[i - 1][j - 1] + cost);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d = d.min(rows[i - 2][j - 2] + 1);
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
             }
-            rows[i][j] = d;
         }
     }
-    rows[a.len()][b.len()]
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]

@@ -78,21 +78,21 @@ fn cached(c: &mut Criterion) {
     identity.feeds[feed_url].accept(body.as_bytes()).expect("feed");
     let googlebot = identity.catalogue.get("Googlebot").expect("Googlebot").clone();
     let in_range: IpAddr = "66.249.66.1".parse().unwrap();
-    assert_eq!(identity.answer_now(&googlebot, in_range), Some(Answer::Verified));
-    assert_eq!(identity.answer_now(&googlebot, rdns_ip), Some(Answer::Verified));
+    assert_eq!(identity.answer_now(&googlebot, in_range, None), Some(Answer::Verified));
+    assert_eq!(identity.answer_now(&googlebot, rdns_ip, None), Some(Answer::Verified));
     let spoofer: IpAddr = "203.0.113.9".parse().unwrap();
     identity.dns.as_ref().unwrap().remember(spoofer, Vec::new(), std::time::Duration::from_secs(3600));
-    assert_eq!(identity.answer_now(&googlebot, spoofer), Some(Answer::Spoofed));
+    assert_eq!(identity.answer_now(&googlebot, spoofer, None), Some(Answer::Spoofed));
 
     let mut group = c.benchmark_group("identity");
     group.bench_function("answer_now/in-feed", |b| {
-        b.iter(|| black_box(identity.answer_now(&googlebot, black_box(in_range))))
+        b.iter(|| black_box(identity.answer_now(&googlebot, black_box(in_range), None)))
     });
     group.bench_function("answer_now/dns-cached", |b| {
-        b.iter(|| black_box(identity.answer_now(&googlebot, black_box(rdns_ip))))
+        b.iter(|| black_box(identity.answer_now(&googlebot, black_box(rdns_ip), None)))
     });
     group.bench_function("answer_now/spoofed-cached", |b| {
-        b.iter(|| black_box(identity.answer_now(&googlebot, black_box(spoofer))))
+        b.iter(|| black_box(identity.answer_now(&googlebot, black_box(spoofer), None)))
     });
     group.finish();
 }

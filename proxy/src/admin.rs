@@ -85,7 +85,19 @@ impl Admin {
                     })
                 })
                 .collect();
-            json!({ "feeds": feeds, "reverse_dns": id.dns.is_some() })
+            let directories: Vec<_> = id
+                .directory_status()
+                .into_iter()
+                .map(|f| {
+                    json!({
+                        "source": f.source,
+                        "keys": f.prefixes,
+                        "age_secs": f.fetched_at.map(|t| now.saturating_sub(t)),
+                        "last_error": f.last_error,
+                    })
+                })
+                .collect();
+            json!({ "feeds": feeds, "key_directories": directories, "reverse_dns": id.dns.is_some() })
         });
         json!({ "sites": list, "identity": identity }).to_string()
     }
@@ -100,6 +112,7 @@ impl ServeHttp for Admin {
             "/metrics" => {
                 if let Some(id) = &self.identity {
                     self.metrics.set_feeds(&id.feed_status(), now_secs());
+                    self.metrics.set_feeds(&id.directory_status(), now_secs());
                 }
                 reply(200, "text/plain; version=0.0.4", self.metrics.render())
             }

@@ -29,6 +29,7 @@ use tokio::time::Sleep;
 use crate::framing::{Body, content_length, list};
 use crate::gateway::{CRAWLER_FIELD, FrontedSite, Gateway, NeedsDns, UNKNOWN_HOST_BODY, Visit};
 use crate::identity::Answer;
+use crate::identity::signed::Signed;
 use crate::pipeline::Pipeline;
 use crate::store::State;
 use crate::upstream;
@@ -113,7 +114,16 @@ enum Plan {
     Forward(Forward),
     /// A crawler's claim needs reverse DNS before the request can be
     /// judged: asked (within the budget), then the head is planned again.
-    Verify { user_agent: String, client: Option<IpAddr> },
+    Verify { user_agent: String, client: Option<IpAddr>, signed: Option<Signed> },
+}
+
+/// What a client connection tells about every request on it.
+#[derive(Clone, Copy, Debug)]
+struct Conn {
+    /// The socket's peer.
+    peer: Option<IpAddr>,
+    /// It came over TLS (`https` for a signature's `@scheme`).
+    tls: bool,
 }
 
 /// A request on its way to the origin.
@@ -201,7 +211,10 @@ impl Front {
         // eventfd (two system calls per request).
         let mut deadline = std::pin::pin!(tokio::time::sleep(KEEPALIVE));
         let head_limit = self.gateway.client_timeout;
-        let peer = client.get_socket_digest().and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
+        let conn = Conn {
+            peer: client.get_socket_digest().and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip())),
+            tls: client.get_ssl_digest().is_some(),
+        };
         loop {
             // A connection may idle KEEPALIVE between requests; once a
             // head's first byte is in, the whole head must follow within
@@ -215,7 +228,7 @@ impl Front {
             let (plan, head_len) = loop {
                 if head_may_end(&buf, seen) {
                     let closing = *watch.borrow();
-                    if let Some(planned) = self.plan(&buf, closing, peer, None) {
+                    if let Some(planned) = self.plan(&buf, closing, conn, None) {
                         break planned;
                     }
                 }
@@ -255,13 +268,13 @@ impl Front {
             };
             first = false;
             let (plan, head_len) = match plan {
-                Plan::Verify { user_agent, client } => {
+                Plan::Verify { user_agent, client, signed } => {
                     let known = match self.gateway.claim(&user_agent) {
-                        Some(claim) => self.gateway.identity(claim, client).await,
+                        Some(claim) => self.gateway.identity(claim, client, signed.as_ref()).await,
                         None => None,
                     };
                     let closing = *watch.borrow();
-                    match self.plan(&buf, closing, peer, Some(known)) {
+                    match self.plan(&buf, closing, conn, Some(known)) {
                         Some(planned) => planned,
                         None => return,
                     }
@@ -329,13 +342,7 @@ impl Front {
     /// Reads a request head from `buf`: `None` while it is incomplete,
     /// else the plan and the head's length. `known` is verification's
     /// answer for this head's claim, once asked.
-    fn plan(
-        &self,
-        buf: &[u8],
-        closing: bool,
-        peer: Option<IpAddr>,
-        known: Option<Option<Answer>>,
-    ) -> Option<(Plan, usize)> {
+    fn plan(&self, buf: &[u8], closing: bool, conn: Conn, known: Option<Option<Answer>>) -> Option<(Plan, usize)> {
         let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
         let mut req = httparse::Request::new(&mut fields);
         let len = match req.parse(buf) {
@@ -346,7 +353,7 @@ impl Front {
         if !self.fast {
             return Some((Plan::HandOver, 0));
         }
-        Some((self.decide(&req, closing, peer, known).unwrap_or(Plan::HandOver), len))
+        Some((self.decide(&req, closing, conn, known).unwrap_or(Plan::HandOver), len))
     }
 
     /// The plan for a parsed request; `None` hands it over.
@@ -354,7 +361,7 @@ impl Front {
         &self,
         req: &httparse::Request<'_, '_>,
         closing: bool,
-        peer: Option<IpAddr>,
+        conn: Conn,
         known: Option<Option<Answer>>,
     ) -> Option<Plan> {
         let (method, target) = (req.method?, req.path?);
@@ -425,12 +432,14 @@ impl Front {
         let log = match claim {
             None => None,
             Some(claim) => {
-                let client = self.gateway.client(peer, forwarded_for);
+                let client = self.gateway.client(conn.peer, forwarded_for);
+                let signed =
+                    Signed::from_request(conn.tls, method, target, req.headers.iter().map(|f| (f.name, f.value)));
                 let identity = match known {
                     Some(answer) => answer,
-                    None => match self.gateway.identity_now(claim, client) {
+                    None => match self.gateway.identity_now(claim, client, signed.as_ref()) {
                         Ok(answer) => answer,
-                        Err(NeedsDns) => return Some(Plan::Verify { user_agent: agent.to_string(), client }),
+                        Err(NeedsDns) => return Some(Plan::Verify { user_agent: agent.to_string(), client, signed }),
                     },
                 };
                 Some(Logged {

@@ -15,6 +15,7 @@ use serde_json::json;
 
 use crate::crawler::Crawlers;
 use crate::identity::prefixes::Prefixes;
+use crate::identity::signed::Signed;
 use crate::identity::{Answer, Identity};
 use crate::metrics::Metrics;
 use crate::origin::Origin;
@@ -157,15 +158,20 @@ impl Gateway {
 
     /// Verification's answer from what is known now; `Err` when reverse
     /// DNS must be asked first ([`Gateway::identity`]).
-    pub fn identity_now(&self, claim: Claim<'_>, client: Option<IpAddr>) -> Result<Option<Answer>, NeedsDns> {
+    pub fn identity_now(
+        &self,
+        claim: Claim<'_>,
+        client: Option<IpAddr>,
+        signed: Option<&Signed>,
+    ) -> Result<Option<Answer>, NeedsDns> {
         let (Some(identity), Some(ip)) = (&self.identity, client) else { return Ok(None) };
-        identity.answer_now(claim.crawler, ip).map(Some).ok_or(NeedsDns)
+        identity.answer_now(claim.crawler, ip, signed).map(Some).ok_or(NeedsDns)
     }
 
     /// Verification's answer, waiting on reverse DNS at most the budget.
-    pub async fn identity(&self, claim: Claim<'_>, client: Option<IpAddr>) -> Option<Answer> {
+    pub async fn identity(&self, claim: Claim<'_>, client: Option<IpAddr>, signed: Option<&Signed>) -> Option<Answer> {
         let (Some(identity), Some(ip)) = (&self.identity, client) else { return None };
-        Some(identity.verify(claim.crawler, ip).await.answer)
+        Some(identity.verify(claim.crawler, ip, signed).await.answer)
     }
 
     /// Judges a crawler's request by its origin-form target (path and

@@ -15,6 +15,7 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
 use crate::framing::{absolute_form, content_length};
 use crate::gateway::{CRAWLER_FIELD, FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
+use crate::identity::signed::Signed;
 use crate::store::State;
 
 /// The pipeline's hooks.
@@ -187,9 +188,14 @@ impl ProxyHttp for Pipeline {
         let forwarded: Vec<&str> =
             session.req_header().headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
         let client = self.0.client(peer, (!forwarded.is_empty()).then(|| forwarded.join(",")).as_deref());
-        let identity = match self.0.identity_now(claim, client) {
+        let req = session.req_header();
+        let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
+        let target = req.uri.path_and_query().map_or("/", |p| p.as_str());
+        let fields = req.headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes()));
+        let signed = Signed::from_request(tls, req.method.as_str(), target, fields);
+        let identity = match self.0.identity_now(claim, client, signed.as_ref()) {
             Ok(answer) => answer,
-            Err(_) => self.0.identity(claim, client).await,
+            Err(_) => self.0.identity(claim, client, signed.as_ref()).await,
         };
         let visit = self.0.visit(&site, claim, identity, client, session.req_header().raw_path());
         let refused = visit.refused.then(|| Gateway::refusal(&visit));

@@ -29,6 +29,9 @@ const PROXY: &str = "127.0.0.5";
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /private\n\nUser-agent: Googlebot\nAllow: /\nDisallow: /nogoogle\n";
 
+const SIGNERBOT: &str = "Mozilla/5.0 (compatible; SignerBot/1.0; +https://signer.test/bot)";
+const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
+
 const FEED: &str = r#"{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"127.0.0.2/32"},{"ipv6Prefix":"2001:db8:1::/48"}]}"#;
 
 struct Gate {
@@ -39,6 +42,7 @@ struct Gate {
 }
 
 fn start(name: &str, origin: SocketAddr, feed_url: &str, dns_port: u16, fast_path: bool) -> Gate {
+    let directory = feed_url.replace("/googlebot.json", DIRECTORY_PATH);
     let dir = temp_dir(name);
     let (listen, admin) = (free_port(), free_port());
     let site = |name: &str, spoofed: &str| {
@@ -56,7 +60,7 @@ fn start(name: &str, origin: SocketAddr, feed_url: &str, dns_port: u16, fast_pat
   grace_period: 1s
   fast_path: {fast_path}
   identity:
-    only: [Googlebot]
+    only: [Googlebot, SignerBot]
     refresh: 1s
     dns_servers: [\"127.0.0.1:{dns_port}\"]
     dns_timeout: 2s
@@ -65,6 +69,8 @@ fn start(name: &str, origin: SocketAddr, feed_url: &str, dns_port: u16, fast_pat
 crawlers:
   - {{ token: Googlebot, operator: Google, purpose: search, obeys: true, source: https://example.test/,
       verify: {{ ip_ranges: [\"{feed_url}\"], rdns: [googlebot.com] }} }}
+  - {{ token: SignerBot, operator: Signer Inc., purpose: user-fetch, obeys: false, source: https://example.test/,
+      verify: {{ web_bot_auth: \"{directory}\" }} }}
 sites:
 {}{}{}",
         site("refuse", "refuse"),
@@ -241,4 +247,159 @@ fn verification_on_the_fast_path() {
 #[test]
 fn verification_on_the_pipeline() {
     run(false);
+}
+
+/// A fresh Ed25519 key: its secret, and its JWK's `x` and thumbprint.
+struct Key {
+    secret: [u8; 32],
+    x: String,
+    keyid: String,
+}
+
+fn fresh_key() -> Key {
+    use std::io::Read;
+    let mut secret = [0u8; 32];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut secret)).expect("random bytes");
+    let public = ed25519_dalek::SigningKey::from_bytes(&secret).verifying_key().to_bytes();
+    let x = base64url(&public);
+    let keyid = web_bot_auth::keyring::Thumbprintable::OKP { crv: "Ed25519".into(), x: x.clone() }.b64_thumbprint();
+    Key { secret, x, keyid }
+}
+
+/// Base64url without padding (RFC 4648 section 5), as JWKs write keys.
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+/// The `Signature-Input` and `Signature` a crawler holding `key` sends to
+/// `authority`, covering `@authority` and `Signature-Agent: agent`.
+fn sign(key: &Key, authority: &str, agent: &str, valid: std::time::Duration) -> (String, String) {
+    use web_bot_auth::components::{CoveredComponent, DerivedComponent, HTTPField, HTTPFieldParametersSet};
+    use web_bot_auth::message_signatures::{MessageSigner, UnsignedMessage};
+    struct Request {
+        covered: Vec<(CoveredComponent, String)>,
+        input: String,
+        signature: String,
+    }
+    impl UnsignedMessage for Request {
+        fn fetch_components_to_cover(&self) -> indexmap::IndexMap<CoveredComponent, String> {
+            self.covered.iter().cloned().collect()
+        }
+        fn register_header_contents(&mut self, input: String, signature: String) {
+            self.input = format!("sig1={input}");
+            self.signature = format!("sig1={signature}");
+        }
+    }
+    let mut request = Request {
+        covered: vec![
+            (CoveredComponent::Derived(DerivedComponent::Authority { req: false }), authority.to_string()),
+            (
+                CoveredComponent::HTTP(HTTPField {
+                    name: "signature-agent".into(),
+                    parameters: HTTPFieldParametersSet(vec![]),
+                }),
+                agent.to_string(),
+            ),
+        ],
+        input: String::new(),
+        signature: String::new(),
+    };
+    let signer =
+        MessageSigner { keyid: key.keyid.clone(), nonce: format!("{:x}", key.secret[0]), tag: "web-bot-auth".into() };
+    signer
+        .generate_signature_headers_content(
+            &mut request,
+            valid,
+            web_bot_auth::keyring::Algorithm::Ed25519,
+            &key.secret.to_vec(),
+        )
+        .expect("signing");
+    (request.input, request.signature)
+}
+
+fn signed_run(fast_path: bool) {
+    let Some((_dns, dns_port)) = dns() else { return };
+    let echo = Echo::start();
+    echo.set_robots(ROBOTS);
+    let feeds = Origin::start();
+    feeds.set("/googlebot.json", Reply::ok(FEED));
+    let key = fresh_key();
+    let directory = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{}"}}]}}"#, key.x);
+    feeds.set(DIRECTORY_PATH, Reply::ok(directory));
+    let name = if fast_path { "signed-fast" } else { "signed-pipeline" };
+    let mut g = start(name, echo.addr, &feeds.url("/googlebot.json"), dns_port, fast_path);
+    assert!(
+        eventually(20, || g.status()["identity"]["key_directories"][0]["keys"] == 1),
+        "the key directory was not loaded: {}",
+        g.status()
+    );
+    g.wait_for_sites();
+
+    let agent = format!("\"{}\"", feeds.url(""));
+    let minute = std::time::Duration::from_secs(60);
+    let get = |g: &Gate, path: &str, (input, signature): &(String, String), agent: &str| {
+        let headers = [
+            ("User-Agent", SIGNERBOT),
+            ("Signature-Agent", agent),
+            ("Signature-Input", input.as_str()),
+            ("Signature", signature.as_str()),
+        ];
+        g.get(SPOOFER, "refuse.test", path, &headers).status
+    };
+
+    // Signed for this host, with a key in the directory: verified from any
+    // address, and the origin gets the signature untouched.
+    let good = sign(&key, "refuse.test", &agent, minute);
+    assert_eq!(get(&g, "/signed", &good, &agent), 200);
+    assert_eq!(tag_seen(&echo, "/signed").as_deref(), Some("SignerBot; identity=verified"));
+    // Unsigned: the operator signs, so the claim fails.
+    let r = g.get(SPOOFER, "refuse.test", "/unsigned", &[("User-Agent", SIGNERBOT)]);
+    assert_eq!(r.status, 403, "{}", r.text());
+    // Signed for another host (replayed here), expired, by a key the
+    // directory does not hold, or with the signed agent changed after.
+    assert_eq!(get(&g, "/replayed", &sign(&key, "other.test", &agent, minute), &agent), 403);
+    assert_eq!(get(&g, "/expired", &sign(&key, "refuse.test", &agent, std::time::Duration::ZERO), &agent), 403);
+    assert_eq!(get(&g, "/stranger", &sign(&fresh_key(), "refuse.test", &agent, minute), &agent), 403);
+    assert_eq!(get(&g, "/tampered", &good, "\"https://evil.test\""), 403);
+    // A signature that is not web-bot-auth's shape at all.
+    let junk = ("sig1=(\"@authority\");created=1".to_string(), "sig1=:AAAA:".to_string());
+    assert_eq!(get(&g, "/junk", &junk, &agent), 403);
+    let metrics = g.metrics();
+    assert!(
+        metrics.contains(
+            r#"robotsgate_crawler_requests_total{crawler="SignerBot",identity="verified",verdict="allow"} 1"#
+        ),
+        "{metrics}"
+    );
+
+    // The directory goes down: the copy in use stays, on disk too, and
+    // verifies after a kill -9 and a restart.
+    feeds.set(DIRECTORY_PATH, Reply::status(503));
+    assert!(eventually(10, || g.status()["identity"]["key_directories"][0]["last_error"]
+        .as_str()
+        .is_some_and(|e| e.contains("503"))));
+    assert_eq!(get(&g, "/still", &good, &agent), 200);
+    g.proc.kill();
+    g.proc = spawn_proxy(&g.cfg, &[g.addr, g.admin]);
+    g.wait_for_sites();
+    assert_eq!(get(&g, "/restarted", &sign(&key, "refuse.test", &agent, minute), &agent), 200);
+    assert_eq!(tag_seen(&echo, "/restarted").as_deref(), Some("SignerBot; identity=verified"));
+}
+
+#[test]
+fn web_bot_auth_on_the_fast_path() {
+    signed_run(true);
+}
+
+#[test]
+fn web_bot_auth_on_the_pipeline() {
+    signed_run(false);
 }

@@ -59,7 +59,7 @@ pub async fn verify(r: Request) -> anyhow::Result<i32> {
             }
         }
     }
-    let verdict = identity.verify(&crawler, r.ip).await;
+    let verdict = identity.verify(&crawler, r.ip, None).await;
     println!("{}: {}", verdict.answer.as_str(), verdict.why);
     Ok(match verdict.answer {
         Answer::Verified => 0,

@@ -62,12 +62,30 @@ pub fn parse(body: &[u8]) -> Result<Prefixes, FeedError> {
     Prefixes::parse(texts).map_err(|e| FeedError::Shape(e.to_string()))
 }
 
+/// What a feed holds once read: a prefix table, or (for Web Bot Auth) a
+/// key directory. Both are fetched, checked, kept and refreshed alike.
+pub trait Table: Default + std::fmt::Debug + Send + Sync + 'static {
+    /// Reads a body; an error keeps the last good copy.
+    fn read(body: &[u8]) -> Result<Self, FeedError>;
+    /// Entries held (prefixes, keys).
+    fn entries(&self) -> usize;
+}
+
+impl Table for Prefixes {
+    fn read(body: &[u8]) -> Result<Self, FeedError> {
+        parse(body)
+    }
+    fn entries(&self) -> usize {
+        self.len()
+    }
+}
+
 /// What `/status` and the metrics say of a feed.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct FeedStatus {
     /// The feed's URL or path.
     pub source: String,
-    /// Prefixes in the copy in use.
+    /// Entries (prefixes, or a directory's keys) in the copy in use.
     pub prefixes: usize,
     /// When the copy in use was fetched (Unix seconds), if there is one.
     pub fetched_at: Option<u64>,
@@ -77,9 +95,9 @@ pub struct FeedStatus {
 
 /// One feed: its table (swapped whole on refresh) and its status.
 #[derive(Debug)]
-pub struct Feed {
+pub struct Feed<T: Table = Prefixes> {
     source: String,
-    table: ArcSwap<Prefixes>,
+    table: ArcSwap<T>,
     status: Mutex<FeedStatus>,
     /// Where the last good copy is kept.
     copy: Option<PathBuf>,
@@ -89,10 +107,10 @@ fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-impl Feed {
+impl<T: Table> Feed<T> {
     /// A feed from `source` (an http(s) URL or a file path), starting from
     /// its last good copy in `dir` when there is one.
-    pub fn new(source: &str, dir: Option<&Path>) -> Feed {
+    pub fn new(source: &str, dir: Option<&Path>) -> Feed<T> {
         let copy = dir.map(|d| {
             let digest = sha2::Sha256::digest(source.as_bytes());
             let name: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
@@ -100,13 +118,13 @@ impl Feed {
         });
         let feed = Feed {
             source: source.to_string(),
-            table: ArcSwap::from_pointee(Prefixes::default()),
+            table: ArcSwap::from_pointee(T::default()),
             status: Mutex::new(FeedStatus { source: source.to_string(), ..FeedStatus::default() }),
             copy,
         };
         if let Some(path) = &feed.copy
             && let Ok(body) = std::fs::read(path)
-            && let Ok(table) = parse(&body)
+            && let Ok(table) = T::read(&body)
         {
             let when = std::fs::metadata(path)
                 .and_then(|m| m.modified())
@@ -118,16 +136,16 @@ impl Feed {
         feed
     }
 
-    fn install(&self, table: Prefixes, at: Option<u64>) {
+    fn install(&self, table: T, at: Option<u64>) {
         let mut status = self.status.lock().unwrap_or_else(|e| e.into_inner());
-        status.prefixes = table.len();
+        status.prefixes = table.entries();
         status.fetched_at = at;
         status.last_error = None;
         self.table.store(Arc::new(table));
     }
 
     /// The table in use (empty until a good copy has been read).
-    pub fn table(&self) -> Arc<Prefixes> {
+    pub fn table(&self) -> Arc<T> {
         self.table.load_full()
     }
 
@@ -148,8 +166,8 @@ impl Feed {
     /// Checks a feed body and, if good, makes it the copy in use and the
     /// copy on disk; if not, both stay and the error is recorded.
     pub fn accept(&self, body: &[u8]) -> Result<usize, FeedError> {
-        let table = parse(body).map_err(|e| self.refuse(e))?;
-        let n = table.len();
+        let table = T::read(body).map_err(|e| self.refuse(e))?;
+        let n = table.entries();
         if let Some(path) = &self.copy {
             // Written aside and renamed, so a crash leaves the old copy whole.
             let tmp = path.with_extension("json.tmp");
@@ -186,7 +204,7 @@ impl Feed {
 
 /// Refreshes every feed now, then every `every` (a failed feed is retried
 /// after a tenth of that, at least a minute), for ever.
-pub async fn keep_fresh(feeds: Vec<Arc<Feed>>, client: reqwest::Client, every: Duration) {
+pub async fn keep_fresh<T: Table>(feeds: Vec<Arc<Feed<T>>>, client: reqwest::Client, every: Duration) {
     let retry = (every / 10).max(Duration::from_secs(60));
     loop {
         let mut failed = false;

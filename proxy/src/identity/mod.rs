@@ -11,13 +11,14 @@
 //! A fourth state, pending, is a DNS answer not known within the budget:
 //! the request goes on unverified and the answer serves the next one.
 //!
-//! Not built yet: Web Bot Auth signatures (the catalogue records the key
-//! directories; a signed request is judged by the other methods for now).
+//! A third way to be verified is a valid Web Bot Auth signature
+//! ([`signed`]) made with a key in the operator's key directory.
 
 pub mod cli;
 pub mod dns;
 pub mod feeds;
 pub mod prefixes;
+pub mod signed;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -27,6 +28,7 @@ use robotsgate_crawlers::{Catalogue, Crawler};
 
 use dns::{Dns, Names};
 use feeds::Feed;
+use signed::{Keys, Signed};
 
 /// The runtime that runs reverse-DNS lookups and feed refreshes, for the
 /// life of the process: one worker thread, so lookups and refreshes go on
@@ -88,6 +90,8 @@ pub struct Identity {
     pub catalogue: Catalogue,
     /// Every feed a verified crawler names, by source.
     pub feeds: HashMap<String, Arc<Feed>>,
+    /// Every Web Bot Auth key directory a verified crawler names, by URL.
+    pub directories: HashMap<String, Arc<Feed<Keys>>>,
     /// The resolver, if reverse DNS is on.
     pub dns: Option<Arc<Dns>>,
     /// Only these crawlers (lower-case tokens) are verified; `None`: all.
@@ -97,6 +101,7 @@ pub struct Identity {
 /// What is known of a claim, before it is put in words.
 enum Judged<'a> {
     InRange(&'a str),
+    Signed(&'a str),
     Named(String),
     /// Reverse DNS must be asked (nothing cached).
     Ask,
@@ -104,6 +109,7 @@ enum Judged<'a> {
     Failed {
         ranged: bool,
         asked_dns: bool,
+        signing: Option<String>,
     },
     Unpublished,
     Unusable,
@@ -113,7 +119,7 @@ enum Judged<'a> {
 impl Judged<'_> {
     fn answer(&self) -> Option<Answer> {
         Some(match self {
-            Judged::InRange(_) | Judged::Named(_) => Answer::Verified,
+            Judged::InRange(_) | Judged::Signed(_) | Judged::Named(_) => Answer::Verified,
             Judged::Ask => return None,
             Judged::Pending => Answer::Pending,
             Judged::Failed { .. } => Answer::Spoofed,
@@ -124,12 +130,16 @@ impl Judged<'_> {
     fn why(&self, crawler: &Crawler, ip: IpAddr) -> String {
         match self {
             Judged::InRange(source) => format!("{ip} is in {source}"),
+            Judged::Signed(directory) => format!("signed (Web Bot Auth) with a key in {directory}"),
             Judged::Named(name) => format!("{ip} is {name}, which resolves back to it"),
             Judged::Ask | Judged::Pending => {
                 format!("reverse DNS of {ip} did not answer within the budget; asked in the background")
             }
-            Judged::Failed { ranged, asked_dns } => {
+            Judged::Failed { ranged, asked_dns, signing } => {
                 let mut ways = Vec::new();
+                if let Some(why) = signing {
+                    ways.push(format!("Web Bot Auth: {why}"));
+                }
                 if *ranged {
                     ways.push("not in the published ranges".to_string());
                 }
@@ -166,6 +176,7 @@ impl Identity {
         let only: Option<Vec<String>> =
             (!only.is_empty()).then(|| only.iter().map(|t| t.to_ascii_lowercase()).collect());
         let mut feeds = HashMap::new();
+        let mut directories = HashMap::new();
         for c in catalogue.crawlers() {
             if only.as_ref().is_some_and(|o| !o.contains(&c.token.to_ascii_lowercase())) {
                 continue;
@@ -173,11 +184,20 @@ impl Identity {
             for source in &c.verify.ip_ranges {
                 feeds.entry(source.clone()).or_insert_with(|| Arc::new(Feed::new(source, dir)));
             }
+            if let Some(url) = &c.verify.web_bot_auth {
+                directories.entry(url.clone()).or_insert_with(|| Arc::new(Feed::new(url, dir)));
+            }
         }
-        Identity { catalogue, feeds, dns: dns.map(Arc::new), only }
+        Identity { catalogue, feeds, directories, dns: dns.map(Arc::new), only }
     }
 
-    fn judge<'s>(&'s self, crawler: &'s Crawler, ip: IpAddr, names: Option<&Names>) -> Judged<'s> {
+    fn judge<'s>(
+        &'s self,
+        crawler: &'s Crawler,
+        ip: IpAddr,
+        signed: Option<&Signed>,
+        names: Option<&Names>,
+    ) -> Judged<'s> {
         if self.only.as_ref().is_some_and(|o| !o.iter().any(|t| t.eq_ignore_ascii_case(&crawler.token))) {
             return Judged::Skipped;
         }
@@ -192,6 +212,21 @@ impl Identity {
             ranged = true;
             if table.contains(ip) {
                 return Judged::InRange(source);
+            }
+        }
+        // A directory with keys makes signatures a way to verify: a request
+        // that claims the crawler unsigned, or badly signed, fails it.
+        let mut signing = None;
+        if let Some(url) = &v.web_bot_auth
+            && let Some(directory) = self.directories.get(url)
+        {
+            let keys = directory.table();
+            if !keys.ring_is_empty() {
+                match signed.map(|s| s.verify(&keys)) {
+                    Some(Ok(())) => return Judged::Signed(url),
+                    Some(Err(why)) => signing = Some(why),
+                    None => signing = Some("the request is not signed".to_string()),
+                }
             }
         }
         let asked_dns = !v.rdns.is_empty() && self.dns.is_some();
@@ -216,8 +251,8 @@ impl Identity {
                 Names::Pending => return Judged::Pending,
             }
         }
-        if ranged || asked_dns {
-            return Judged::Failed { ranged, asked_dns };
+        if ranged || asked_dns || signing.is_some() {
+            return Judged::Failed { ranged, asked_dns, signing };
         }
         if v.is_empty() { Judged::Unpublished } else { Judged::Unusable }
     }
@@ -225,19 +260,19 @@ impl Identity {
     /// The answer from what is known now (feeds and cached DNS), or `None`
     /// when reverse DNS must be asked: the gateway's hot path, which builds
     /// no words.
-    pub fn answer_now(&self, crawler: &Crawler, ip: IpAddr) -> Option<Answer> {
-        self.judge(crawler, ip, None).answer()
+    pub fn answer_now(&self, crawler: &Crawler, ip: IpAddr, signed: Option<&Signed>) -> Option<Answer> {
+        self.judge(crawler, ip, signed, None).answer()
     }
 
     /// Verifies that a request from `ip` comes from `crawler`, waiting on DNS
     /// at most the budget.
-    pub async fn verify(&self, crawler: &Crawler, ip: IpAddr) -> Verdict {
-        let mut judged = self.judge(crawler, ip, None);
+    pub async fn verify(&self, crawler: &Crawler, ip: IpAddr, signed: Option<&Signed>) -> Verdict {
+        let mut judged = self.judge(crawler, ip, signed, None);
         if matches!(judged, Judged::Ask)
             && let Some(dns) = &self.dns
         {
             let names = dns.names(ip).await;
-            judged = self.judge(crawler, ip, Some(&names));
+            judged = self.judge(crawler, ip, signed, Some(&names));
         }
         Verdict { answer: judged.answer().unwrap_or(Answer::Pending), why: judged.why(crawler, ip) }
     }
@@ -251,14 +286,25 @@ impl Identity {
             .build()
             .map_err(|e| e.to_string())?;
         let mut feeds: Vec<Arc<Feed>> = self.feeds.values().cloned().collect();
-        feeds.sort_by(|a, b| a.status().source.cmp(&b.status().source));
-        runtime()?.spawn(feeds::keep_fresh(feeds, client, every));
+        feeds.sort_by_key(|f| f.status().source);
+        let mut directories: Vec<Arc<Feed<Keys>>> = self.directories.values().cloned().collect();
+        directories.sort_by_key(|f| f.status().source);
+        let runtime = runtime()?;
+        runtime.spawn(feeds::keep_fresh(feeds, client.clone(), every));
+        runtime.spawn(feeds::keep_fresh(directories, client, every));
         Ok(())
     }
 
     /// Every feed's status, by source.
     pub fn feed_status(&self) -> Vec<feeds::FeedStatus> {
         let mut all: Vec<_> = self.feeds.values().map(|f| f.status()).collect();
+        all.sort_by(|a, b| a.source.cmp(&b.source));
+        all
+    }
+
+    /// Every key directory's status (`prefixes` counts its keys), by URL.
+    pub fn directory_status(&self) -> Vec<feeds::FeedStatus> {
+        let mut all: Vec<_> = self.directories.values().map(|f| f.status()).collect();
         all.sort_by(|a, b| a.source.cmp(&b.source));
         all
     }

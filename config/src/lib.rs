@@ -212,6 +212,11 @@ pub struct IdentitySettings {
     /// client; from any other peer the socket's address is the client's.
     #[serde(default)]
     pub trusted_proxies: Vec<String>,
+    /// Peers in `trusted_proxies` open each plain-HTTP connection with a
+    /// PROXY protocol header (version 1 or 2) naming the client, as HAProxy
+    /// and most load balancers can send. Required from them when on.
+    #[serde(default)]
+    pub proxy_protocol: bool,
 }
 
 fn default_feed_refresh() -> Duration {

@@ -211,10 +211,17 @@ impl Front {
         // eventfd (two system calls per request).
         let mut deadline = std::pin::pin!(tokio::time::sleep(KEEPALIVE));
         let head_limit = self.gateway.client_timeout;
-        let conn = Conn {
+        let mut conn = Conn {
             peer: client.get_socket_digest().and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip())),
             tls: client.get_ssl_digest().is_some(),
         };
+        if self.gateway.proxy_protocol && conn.peer.is_some_and(|p| self.gateway.trusted.contains(p)) {
+            match self.proxied(&mut client, &mut buf).await {
+                Some(Some(source)) => conn.peer = Some(source.ip()),
+                Some(None) => {}
+                None => return,
+            }
+        }
         loop {
             // A connection may idle KEEPALIVE between requests; once a
             // head's first byte is in, the whole head must follow within
@@ -308,6 +315,40 @@ impl Front {
             if !keep {
                 let _ = AsyncWriteExt::shutdown(&mut client).await;
                 return;
+            }
+        }
+    }
+
+    /// Reads a trusted proxy's PROXY header off the start of the connection
+    /// into `buf` and past it, within `client_timeout`, and makes its source
+    /// the connection's peer for both paths (the pipeline reads the socket
+    /// digest). `None` when the connection must end; `Some(None)` keeps
+    /// the peer (a `LOCAL` or `UNKNOWN` header).
+    async fn proxied(&self, client: &mut Stream, buf: &mut BytesMut) -> Option<Option<std::net::SocketAddr>> {
+        let until = tokio::time::Instant::now() + self.gateway.client_timeout;
+        loop {
+            match crate::proxied::read(buf) {
+                Ok(Some(header)) => {
+                    buf.advance(header.len);
+                    if let Some(source) = header.source {
+                        let digest = pingora::protocols::SocketDigest::from_raw_fd(client.id());
+                        let _ = digest.peer_addr.set(Some(pingora::protocols::l4::socket::SocketAddr::Inet(source)));
+                        client.set_socket_digest(digest);
+                    }
+                    return Some(header.source);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "refused a trusted peer's connection");
+                    let _ = client.write_all(&answer(400, format!("robots-proxy: {e}\n").as_bytes(), true)).await;
+                    let _ = AsyncWriteExt::shutdown(client).await;
+                    return None;
+                }
+            }
+            buf.reserve(CHUNK);
+            match tokio::time::timeout_at(until, client.read_buf(buf)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return None,
             }
         }
     }

@@ -56,6 +56,9 @@ pub struct Gateway {
     /// Peers whose `X-Forwarded-For` names the client
     /// (`proxy.identity.trusted_proxies`).
     pub trusted: Prefixes,
+    /// Trusted peers open each plain connection with a PROXY protocol
+    /// header (`proxy.identity.proxy_protocol`).
+    pub proxy_protocol: bool,
     /// Counters.
     pub metrics: Arc<Metrics>,
     /// Status for unknown hosts.

@@ -15,6 +15,7 @@ pub mod identity;
 pub mod metrics;
 pub mod origin;
 pub mod pipeline;
+pub mod proxied;
 pub mod refresh;
 pub mod shared;
 pub mod store;

@@ -240,6 +240,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         crawlers,
         identity: identity.clone(),
         trusted,
+        proxy_protocol: settings.identity.as_ref().is_some_and(|i| i.proxy_protocol),
         metrics: Arc::clone(&metrics),
         unknown_host_status: settings.unknown_host_status,
         origin_timeout: settings.origin_timeout,

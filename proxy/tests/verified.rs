@@ -42,6 +42,11 @@ struct Gate {
 }
 
 fn start(name: &str, origin: SocketAddr, feed_url: &str, dns_port: u16, fast_path: bool) -> Gate {
+    start_with(name, origin, feed_url, dns_port, fast_path, "")
+}
+
+/// [`start`] with more `proxy.identity` lines.
+fn start_with(name: &str, origin: SocketAddr, feed_url: &str, dns_port: u16, fast_path: bool, more: &str) -> Gate {
     let directory = feed_url.replace("/googlebot.json", DIRECTORY_PATH);
     let dir = temp_dir(name);
     let (listen, admin) = (free_port(), free_port());
@@ -66,7 +71,7 @@ fn start(name: &str, origin: SocketAddr, feed_url: &str, dns_port: u16, fast_pat
     dns_timeout: 2s
     budget: 3s
     trusted_proxies: [\"{PROXY}/32\"]
-crawlers:
+{more}crawlers:
   - {{ token: Googlebot, operator: Google, purpose: search, obeys: true, source: https://example.test/,
       verify: {{ ip_ranges: [\"{feed_url}\"], rdns: [googlebot.com] }} }}
   - {{ token: SignerBot, operator: Signer Inc., purpose: user-fetch, obeys: false, source: https://example.test/,
@@ -95,16 +100,29 @@ impl Gate {
         request(self.admin, "GET", "admin", "/metrics", &[]).map(|r| r.text()).unwrap_or_default()
     }
 
+    /// `/status`, or `null` while the admin listener cannot answer (just
+    /// restarted, or a loaded machine).
     fn status(&self) -> serde_json::Value {
-        let r = request(self.admin, "GET", "admin", "/status", &[("Authorization", "Bearer secret")]).unwrap();
-        serde_json::from_slice(&r.body).unwrap()
+        request(self.admin, "GET", "admin", "/status", &[("Authorization", "Bearer secret")])
+            .and_then(|r| serde_json::from_slice(&r.body).ok())
+            .unwrap_or_default()
     }
 
-    /// Waits until every site serves its robots.txt from the store.
+    /// Waits until every site serves its robots.txt from the store (until
+    /// then requests pass through unjudged, and so does `/robots.txt`,
+    /// which is why its body proves nothing).
     fn wait_for_sites(&self) {
-        for host in ["refuse.test", "tag.test", "allow.test"] {
-            assert!(eventually(20, || self.get(REAL, host, "/robots.txt", &[]).text().contains("nogoogle")), "{host}");
-        }
+        assert!(
+            eventually(30, || {
+                let status = self.status();
+                status["sites"].as_array().is_some_and(|sites| {
+                    sites.len() == 3
+                        && sites.iter().all(|s| s["source"] != "pass-through" && s["source"] != "origin-no-file")
+                })
+            }),
+            "{}",
+            self.status()
+        );
     }
 
     /// Waits for the feed's copy to be in use.
@@ -402,4 +420,86 @@ fn web_bot_auth_on_the_fast_path() {
 #[test]
 fn web_bot_auth_on_the_pipeline() {
     signed_run(false);
+}
+
+/// Sends `raw` from `from` and reads the answer until the gateway closes.
+fn raw_from(from: &str, addr: SocketAddr, raw: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut s = connect_from(from.parse().unwrap(), addr).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    s.write_all(raw).expect("send");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn status_of(answer: &str) -> u16 {
+    answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+fn proxy_protocol_run(fast_path: bool) {
+    let Some((_dns, dns_port)) = dns() else { return };
+    let echo = Echo::start();
+    echo.set_robots(ROBOTS);
+    let feeds = Origin::start();
+    feeds.set("/googlebot.json", Reply::ok(FEED));
+    let name = if fast_path { "proxied-fast" } else { "proxied-pipeline" };
+    let g =
+        start_with(name, echo.addr, &feeds.url("/googlebot.json"), dns_port, fast_path, "    proxy_protocol: true\n");
+    g.wait_for_feed();
+    g.wait_for_sites();
+    let request = |path: &str| {
+        format!("GET {path} HTTP/1.1\r\nHost: refuse.test\r\nUser-Agent: {GOOGLEBOT}\r\nConnection: close\r\n\r\n")
+    };
+    let v1 = |src: &str, path: &str| format!("PROXY TCP4 {src} 127.0.0.1 40000 80\r\n{}", request(path)).into_bytes();
+    let v2 = |src: [u8; 4], path: &str| {
+        let mut out = b"\r\n\r\n\0\r\nQUIT\n\x21\x11\x00\x0c".to_vec();
+        out.extend_from_slice(&src);
+        out.extend_from_slice(&[127, 0, 0, 1, 0x9c, 0x40, 0, 80]);
+        out.extend_from_slice(request(path).as_bytes());
+        out
+    };
+
+    // The trusted balancer names the real crawler's address, in either
+    // version, and the claim is judged by it.
+    assert_eq!(status_of(&raw_from(PROXY, g.addr, &v1(REAL, "/pp1"))), 200);
+    assert_eq!(tag_seen(&echo, "/pp1").as_deref(), Some("Googlebot; identity=verified"));
+    assert_eq!(status_of(&raw_from(PROXY, g.addr, &v2([127, 0, 0, 2], "/pp2"))), 200);
+    assert_eq!(tag_seen(&echo, "/pp2").as_deref(), Some("Googlebot; identity=verified"));
+    assert_eq!(status_of(&raw_from(PROXY, g.addr, &v1(SPOOFER, "/pp3"))), 403);
+    assert_eq!(status_of(&raw_from(PROXY, g.addr, &v2([127, 0, 0, 3], "/pp4"))), 403);
+    // A header split over several packets is still one header.
+    let split = v1(REAL, "/pp5");
+    let answer = {
+        use std::io::{Read, Write};
+        let mut s = connect_from(PROXY.parse().unwrap(), g.addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        for part in split.chunks(7) {
+            s.write_all(part).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    assert_eq!(status_of(&answer), 200, "{answer}");
+    // The trusted peer must send one; a direct client cannot.
+    let answer = raw_from(PROXY, g.addr, request("/pp6").as_bytes());
+    assert_eq!(status_of(&answer), 400, "{answer}");
+    let answer = raw_from(SPOOFER, g.addr, &v1(REAL, "/pp7"));
+    assert!(status_of(&answer) >= 400, "an untrusted PROXY header is no header: {answer}");
+    assert!(tag_seen(&echo, "/pp7").is_none());
+    // A direct client is judged by its own address.
+    assert_eq!(g.get(SPOOFER, "refuse.test", "/pp8", &[("User-Agent", GOOGLEBOT)]).status, 403);
+    assert_eq!(g.get(REAL, "refuse.test", "/pp9", &[("User-Agent", GOOGLEBOT)]).status, 200);
+}
+
+#[test]
+fn proxy_protocol_on_the_fast_path() {
+    proxy_protocol_run(true);
+}
+
+#[test]
+fn proxy_protocol_on_the_pipeline() {
+    proxy_protocol_run(false);
 }

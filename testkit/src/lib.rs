@@ -386,6 +386,15 @@ pub fn request(addr: SocketAddr, method: &str, host: &str, path: &str, headers: 
     request_from(None, addr, method, host, path, headers)
 }
 
+/// A connection to `addr` from the local address `source` (any of
+/// 127.0.0.0/8 on loopback).
+pub fn connect_from(source: std::net::IpAddr, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+    socket.bind(&SocketAddr::new(source, 0).into())?;
+    socket.connect_timeout(&addr.into(), Duration::from_secs(5))?;
+    Ok(socket.into())
+}
+
 /// [`request`] from the local address `source` (any of 127.0.0.0/8 on
 /// loopback), so one test can stand for clients at several addresses.
 pub fn request_from(
@@ -399,12 +408,7 @@ pub fn request_from(
     use std::io::Read;
     let mut stream = match source {
         None => TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?,
-        Some(ip) => {
-            let socket = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).ok()?;
-            socket.bind(&SocketAddr::new(ip, 0).into()).ok()?;
-            socket.connect_timeout(&addr.into(), Duration::from_secs(5)).ok()?;
-            socket.into()
-        }
+        Some(ip) => connect_from(ip, addr).ok()?,
     };
     stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");

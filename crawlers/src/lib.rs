@@ -268,6 +268,12 @@ impl Catalogue {
         self.get(token).map_or("unknown", |c| c.purpose.as_str())
     }
 
+    /// Where `token` sorts when crawlers are grouped by purpose: the order
+    /// of [`Purpose::ALL`], tokens the catalogue does not hold last.
+    pub fn purpose_rank(&self, token: &str) -> usize {
+        self.get(token).and_then(|c| Purpose::ALL.iter().position(|p| *p == c.purpose)).unwrap_or(Purpose::ALL.len())
+    }
+
     /// The crawler a User-Agent claims to be, if any. A word must stand on
     /// its own (`Googlebot` in `compatible; Googlebot/2.1`, not in
     /// `NotGooglebotX`), and the longest word found wins (`Googlebot-Image`

@@ -182,8 +182,12 @@ fn console_pages_and_tester_in_chromium() {
         c.wait().for_element(Locator::Id("results")).await.expect("results of an upload");
         let loaded = c.find(Locator::Id("robots")).await.unwrap().prop("value").await.unwrap().unwrap_or_default();
         assert!(loaded.contains("Disallow: /checkout"), "the upload fills the text: {loaded}");
-        assert_eq!(count(&c, "#verdicts tbody tr").await, 9, "3 saved URLs x 3 default crawlers");
-        assert!(text(&c, "#broken").await.starts_with("3 verdicts break"), "the pin on /checkout, per crawler");
+        assert_eq!(
+            count(&c, "#verdicts tbody tr").await,
+            21,
+            "3 saved URLs x 7 default crawlers, one or two per purpose"
+        );
+        assert!(text(&c, "#broken").await.starts_with("7 verdicts break"), "the pin on /checkout, per crawler");
         assert!(text(&c, "#verdicts tr.broken").await.contains("/checkout"));
         screenshot(&c, "tester-set").await;
         // An upload past the limit is refused in words.

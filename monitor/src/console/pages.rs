@@ -215,6 +215,14 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
             })
             .collect(),
     };
+    // Each URL's crawlers grouped by purpose; URLs stay in their order.
+    let mut verdicts = verdicts;
+    let mut first_seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for v in &verdicts {
+        let n = first_seen.len();
+        first_seen.entry(v.url.clone()).or_insert(n);
+    }
+    verdicts.sort_by_key(|v| (first_seen[&v.url], m.catalogue().purpose_rank(&v.agent)));
     let location = match site.source() {
         robotsgate_config::Source::Url(u) => u,
         robotsgate_config::Source::File(p) => p.display().to_string(),

@@ -18,7 +18,8 @@ pub const MAX_URLS: usize = 5_000;
 /// Longest URL.
 pub const MAX_URL_BYTES: usize = 8 * 1024;
 /// Crawlers tested when none are given.
-pub const DEFAULT_AGENTS: [&str; 3] = ["Googlebot", "bingbot", "GPTBot"];
+pub const DEFAULT_AGENTS: [&str; 7] =
+    ["Googlebot", "bingbot", "OAI-SearchBot", "PerplexityBot", "GPTBot", "ClaudeBot", "ChatGPT-User"];
 
 /// What to test, as a form or a query string sends it: crawlers and URLs
 /// one per line (crawlers may also be separated by commas).
@@ -206,7 +207,10 @@ pub fn run(
     if bytes > MAX_ROBOTS_BYTES {
         return Err(InputError::RobotsTooLarge(bytes));
     }
-    let agents = input.agents()?;
+    // Grouped by purpose (search, AI search, AI training, ...), as given
+    // within each.
+    let mut agents = input.agents()?;
+    agents.sort_by_key(|a| catalogue.purpose_rank(a));
     let urls = input.urls(set)?;
     let (robots, mut findings) = Robots::parse_linted(input.robots.as_bytes());
     findings.extend(robotsgate_crawlers::lint::lint(input.robots.as_bytes(), catalogue));

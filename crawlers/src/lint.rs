@@ -69,3 +69,22 @@ pub fn lint(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
     }
     found
 }
+
+/// The usage tokens among `agents` (a file's group names, as
+/// `rules::Robots::named_agents` gives them): groups a gateway asked to
+/// enforce cannot, since no request carries the token.
+///
+/// ```
+/// use robotsgate_crawlers::{Catalogue, lint::unenforceable};
+/// let robots = rules::Robots::parse(b"User-agent: Google-Extended\nDisallow: /\n\nUser-agent: GPTBot\nDisallow: /\n");
+/// assert_eq!(unenforceable(robots.named_agents(), Catalogue::builtin()), ["Google-Extended"]);
+/// ```
+pub fn unenforceable<'a>(agents: impl Iterator<Item = &'a [u8]>, catalogue: &Catalogue) -> Vec<String> {
+    let mut found: Vec<String> = agents
+        .filter_map(|a| std::str::from_utf8(a).ok())
+        .filter_map(|a| catalogue.get(a).filter(|c| !c.sends).map(|c| c.token.clone()))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}

@@ -68,6 +68,7 @@ impl Admin {
                     "last_fetch": health.last_fetch,
                     "lint": { "errors": health.lint.0, "warnings": health.lint.1 },
                     "managed_groups_contested_by_origin": health.contested,
+                    "unenforceable_groups": health.unenforceable,
                 })
             })
             .collect();

@@ -181,6 +181,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Arc::clone(&refresh_now),
     );
     refresher.restore();
+    let refresher = refresher.with_catalogue(config.catalogue()?);
     let refresher = match &config.database {
         // Relative SQLite paths are under the config file's folder, as for the monitor.
         Some(database) => {

@@ -56,6 +56,8 @@ pub struct Refresher {
     /// Last good copies shared with other gateways and the monitor, when
     /// the config names a database.
     shared: Option<Arc<Shared>>,
+    /// The crawler catalogue, for the groups an enforcing site cannot enforce.
+    catalogue: robotsgate_crawlers::Catalogue,
 }
 
 /// Whether a stored body may be served: what a fetch of it would pass.
@@ -95,6 +97,7 @@ impl Refresher {
             now,
             clients: Default::default(),
             shared: None,
+            catalogue: robotsgate_crawlers::Catalogue::builtin().clone(),
             origin_ca: settings.origin_ca_file.as_ref().and_then(|path| {
                 let pem = std::fs::read(path)
                     .map_err(|e| tracing::error!(file = %path.display(), "cannot read origin_ca_file: {e}"))
@@ -104,6 +107,12 @@ impl Refresher {
                     .ok()
             }),
         }
+    }
+
+    /// Uses `catalogue` (the built-in one with the config's entries).
+    pub fn with_catalogue(mut self, catalogue: robotsgate_crawlers::Catalogue) -> Refresher {
+        self.catalogue = catalogue;
+        self
     }
 
     /// Shares last good copies through `shared` too.
@@ -235,6 +244,14 @@ impl Refresher {
                         }
                     }
                     let served = self.serve_good(site, body, Some(robots), now, Origin::Origin);
+                    if site.proxy.enforce {
+                        let found =
+                            robotsgate_crawlers::lint::unenforceable(served.robots.named_agents(), &self.catalogue);
+                        if !found.is_empty() && found != health.unenforceable {
+                            tracing::warn!(site = %site.name, tokens = ?found, "robots.txt has groups for usage tokens, which no request carries: enforcement cannot apply them");
+                        }
+                        health.unenforceable = found;
+                    }
                     if let Err(e) = self.store.persist(&site.name, &outcome.body, now) {
                         tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
                     }

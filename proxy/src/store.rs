@@ -91,6 +91,9 @@ pub struct Health {
     /// Agents named by both the managed groups and the origin's current
     /// good copy (see `refresh::contested_agents`).
     pub contested: Vec<String>,
+    /// Usage tokens the served file has groups for, on a site that
+    /// enforces: no request carries them, so those groups are not enforced.
+    pub unenforceable: Vec<String>,
 }
 
 /// Every site's state.

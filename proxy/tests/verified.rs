@@ -27,7 +27,7 @@ const REAL: &str = "127.0.0.2";
 const SPOOFER: &str = "127.0.0.3";
 const PROXY: &str = "127.0.0.5";
 
-const ROBOTS: &str = "User-agent: *\nDisallow: /private\n\nUser-agent: Googlebot\nAllow: /\nDisallow: /nogoogle\n";
+const ROBOTS: &str = "User-agent: *\nDisallow: /private\n\nUser-agent: Googlebot\nAllow: /\nDisallow: /nogoogle\n\nUser-agent: Google-Extended\nDisallow: /\n";
 
 const SIGNERBOT: &str = "Mozilla/5.0 (compatible; SignerBot/1.0; +https://signer.test/bot)";
 const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
@@ -233,6 +233,8 @@ fn run(fast_path: bool) {
         assert!(metrics.contains(want), "{want} in\n{metrics}");
     }
     let status = g.status();
+    // Enforcement cannot apply a usage token's group, and says so.
+    assert_eq!(status["sites"][0]["unenforceable_groups"], serde_json::json!(["Google-Extended"]), "{status}");
     let feed = &status["identity"]["feeds"][0];
     assert_eq!(feed["prefixes"], 2, "{status}");
     assert!(feed["last_error"].is_null(), "{status}");

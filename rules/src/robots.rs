@@ -56,6 +56,13 @@ impl Robots {
         (Robots { inner: Arc::new(compiled), source_len: body.len() }, findings)
     }
 
+    /// The product tokens the file's groups name (`*` not included), each
+    /// once, as written: for lint that needs to know who a file speaks to
+    /// without parsing it again.
+    pub fn named_agents(&self) -> impl Iterator<Item = &[u8]> {
+        self.inner.agents.iter().map(|&(token, _)| text(&self.inner.arena, token))
+    }
+
     /// Whether `agent` may fetch `url`. See [`Robots::check`].
     #[inline]
     pub fn is_allowed(&self, agent: &str, url: &str) -> bool {

@@ -46,7 +46,9 @@ fn start(name: &str, origin: SocketAddr, feed_url: &str, dns_port: u16, fast_pat
 }
 
 /// [`start`] with more `proxy.identity` lines.
+/// A `budget:` line among `more` replaces the default one (3s).
 fn start_with(name: &str, origin: SocketAddr, feed_url: &str, dns_port: u16, fast_path: bool, more: &str) -> Gate {
+    let budget = if more.contains("budget:") { "" } else { "    budget: 3s" };
     let directory = feed_url.replace("/googlebot.json", DIRECTORY_PATH);
     let dir = temp_dir(name);
     let (listen, admin) = (free_port(), free_port());
@@ -69,7 +71,7 @@ fn start_with(name: &str, origin: SocketAddr, feed_url: &str, dns_port: u16, fas
     refresh: 1s
     dns_servers: [\"127.0.0.1:{dns_port}\"]
     dns_timeout: 2s
-    budget: 3s
+{budget}
     trusted_proxies: [\"{PROXY}/32\"]
 {more}crawlers:
   - {{ token: Googlebot, operator: Google, purpose: search, obeys: true, source: https://example.test/,
@@ -504,4 +506,42 @@ fn proxy_protocol_on_the_fast_path() {
 #[test]
 fn proxy_protocol_on_the_pipeline() {
     proxy_protocol_run(false);
+}
+
+/// DNS that never answers: a claim reverse DNS must settle goes on as
+/// `pending` once the budget is spent, never refused as spoofed, and the
+/// request waits no longer than the budget.
+fn pending_run(fast_path: bool) {
+    let echo = Echo::start();
+    echo.set_robots(ROBOTS);
+    let feeds = Origin::start();
+    feeds.set("/googlebot.json", Reply::ok(FEED));
+    // A UDP port nobody answers on.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let name = if fast_path { "pending-fast" } else { "pending-pipeline" };
+    let g = start_with(name, echo.addr, &feeds.url("/googlebot.json"), port, fast_path, "    budget: 300ms\n");
+    g.wait_for_feed();
+    g.wait_for_sites();
+    let headers = [("User-Agent", GOOGLEBOT), ("X-Forwarded-For", "66.249.66.1")];
+    let started = std::time::Instant::now();
+    let r = g.get(PROXY, "refuse.test", "/pending", &headers);
+    let took = started.elapsed();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(tag_seen(&echo, "/pending").as_deref(), Some("Googlebot; identity=pending"));
+    assert!(took < std::time::Duration::from_secs(2), "waited {took:?} for a 300ms budget");
+    // Ranges still verify without DNS.
+    assert_eq!(g.get(REAL, "refuse.test", "/ranged", &[("User-Agent", GOOGLEBOT)]).status, 200);
+    assert_eq!(tag_seen(&echo, "/ranged").as_deref(), Some("Googlebot; identity=verified"));
+    drop(silent);
+}
+
+#[test]
+fn dns_down_is_pending_on_the_fast_path() {
+    pending_run(true);
+}
+
+#[test]
+fn dns_down_is_pending_on_the_pipeline() {
+    pending_run(false);
 }

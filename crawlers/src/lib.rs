@@ -218,7 +218,14 @@ impl Catalogue {
             if !c.sends && !c.verify.is_empty() {
                 return Err(bad("a usage token sends no request, so there is nothing to verify"));
             }
-            for url in c.verify.ip_ranges.iter().chain(&c.verify.web_bot_auth) {
+            // Feeds may also be files (an absolute path), for gateways that
+            // fetch nothing themselves; key directories are always URLs.
+            for url in &c.verify.ip_ranges {
+                if !(url.starts_with("https://") || url.starts_with("http://") || url.starts_with('/')) {
+                    return Err(bad(&format!("`{url}` is neither an http(s) URL nor an absolute file path")));
+                }
+            }
+            for url in &c.verify.web_bot_auth {
                 if !(url.starts_with("https://") || url.starts_with("http://")) {
                     return Err(bad(&format!("`{url}` is not an http(s) URL")));
                 }

@@ -143,3 +143,43 @@ fn dns_down_is_not_spoofed() {
     assert!(text.contains("pending:"), "{text}");
     assert!(start.elapsed() < std::time::Duration::from_secs(3), "the budget bounds the wait");
 }
+
+/// A feed may be a file, for a gateway that fetches nothing itself.
+#[test]
+fn a_feed_can_be_a_file() {
+    let dir = temp_dir("identity-file");
+    let feed = dir.join("ranges.json");
+    std::fs::write(&feed, r#"{"creationTime":"x","prefixes":[{"ipv4Prefix":"127.0.0.9/32"}]}"#).unwrap();
+    let catalogue = dir.join("catalogue.yaml");
+    std::fs::write(
+        &catalogue,
+        format!(
+            "crawlers:\n  - {{ token: Googlebot, operator: Google, purpose: search, obeys: true, source: https://example.test/,\n      verify: {{ ip_ranges: [\"{}\"] }} }}\n",
+            feed.display()
+        ),
+    )
+    .unwrap();
+    let run = |ip: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+            .args(["verify", "--ip", ip, "--user-agent", GOOGLEBOT, "--catalogue"])
+            .arg(&catalogue)
+            .output()
+            .expect("robots-proxy verify");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (code, out) = run("127.0.0.9");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("1 prefixes") && out.contains("ranges.json"), "{out}");
+    let (code, out) = run("127.0.0.8");
+    assert_eq!(code, Some(1), "{out}");
+    // A relative path is refused, naming the entry.
+    std::fs::write(&catalogue, "crawlers:\n  - { token: X, operator: x, purpose: search, obeys: true, source: x, verify: { ip_ranges: [ranges.json] } }\n").unwrap();
+    let (code, out) = run("127.0.0.9");
+    let err = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+        .args(["verify", "--ip", "127.0.0.9", "--user-agent", GOOGLEBOT, "--catalogue"])
+        .arg(&catalogue)
+        .output()
+        .unwrap();
+    assert_eq!(code, Some(2), "{out}");
+    assert!(String::from_utf8_lossy(&err.stderr).contains("absolute file path"));
+}

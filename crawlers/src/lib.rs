@@ -225,10 +225,10 @@ impl Catalogue {
                     return Err(bad(&format!("`{url}` is neither an http(s) URL nor an absolute file path")));
                 }
             }
-            for url in &c.verify.web_bot_auth {
-                if !(url.starts_with("https://") || url.starts_with("http://")) {
-                    return Err(bad(&format!("`{url}` is not an http(s) URL")));
-                }
+            if let Some(url) = &c.verify.web_bot_auth
+                && !(url.starts_with("https://") || url.starts_with("http://"))
+            {
+                return Err(bad(&format!("`{url}` is not an http(s) URL")));
             }
         }
         let mut words = Vec::new();

@@ -50,7 +50,8 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
 }
 
 /// One query's single integer, straight from the database; -1 while the
-/// daemon has not created it yet (no SQLite file, or no such table).
+/// daemon has not created it yet (no SQLite file, or no such table or
+/// column: its migrations run one by one, and a test may look in between).
 pub fn scalar(database: &str, sql: &str) -> i64 {
     if !database.starts_with("postgres") && !Path::new(database).exists() {
         return -1;
@@ -61,9 +62,10 @@ pub fn scalar(database: &str, sql: &str) -> i64 {
         let pool = sqlx::AnyPool::connect(&url).await.expect("connect");
         match sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).fetch_one(&pool).await {
             Ok(row) => row.try_get::<i64, _>(0).expect("integer"),
-            // 42P01: undefined table, before the daemon's migrations ran.
-            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P01") => -1,
-            Err(e) if e.to_string().contains("no such table") => -1,
+            // 42P01 and 42703: undefined table and column, before the
+            // daemon's migrations ran.
+            Err(sqlx::Error::Database(e)) if matches!(e.code().as_deref(), Some("42P01" | "42703")) => -1,
+            Err(e) if e.to_string().contains("no such table") || e.to_string().contains("no such column") => -1,
             Err(e) => panic!("{sql}: {e}"),
         }
     })

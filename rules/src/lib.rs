@@ -65,6 +65,7 @@ pub mod normal;
 pub mod parse;
 pub mod pattern;
 mod policy;
+pub mod prefs;
 pub mod reference;
 mod robots;
 mod ruleset;

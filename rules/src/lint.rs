@@ -73,6 +73,15 @@ pub enum Code {
     SitemapNotAbsolute,
     /// A `Content-Signal` line.
     ContentSignal,
+    /// A `Content-Usage` or `License` line: read by some AI crawlers,
+    /// ignored by Google, flagged by Search Console and Lighthouse.
+    Preference,
+    /// A preference line that cannot be read as meant: `Content-Usage`
+    /// without a path, an unknown key or a value other than yes/no.
+    PreferenceSyntax,
+    /// A `Content-Signal` or `Content-Usage` line before any `user-agent`
+    /// line: no group, so no crawler reads it.
+    PreferenceOutsideGroup,
     /// A group named for a token no catalogued crawler sends, that looks
     /// like a typo of one (`Googelbot`). Found by `robotsgate-crawlers`,
     /// which holds the catalogue; this crate only names the code.
@@ -105,13 +114,16 @@ impl Code {
             Code::DuplicateRule => "duplicate-rule",
             Code::SitemapNotAbsolute => "sitemap-not-absolute",
             Code::ContentSignal => "content-signal",
+            Code::Preference => "preference",
+            Code::PreferenceSyntax => "preference-syntax",
+            Code::PreferenceOutsideGroup => "preference-outside-group",
             Code::UnknownCrawler => "unknown-crawler",
             Code::UsageToken => "usage-token",
         }
     }
 
     /// Every code, for documentation and SARIF rule lists.
-    pub const ALL: [Code; 20] = [
+    pub const ALL: [Code; 23] = [
         Code::Typo,
         Code::MissingColon,
         Code::RuleOutsideGroup,
@@ -130,6 +142,9 @@ impl Code {
         Code::DuplicateRule,
         Code::SitemapNotAbsolute,
         Code::ContentSignal,
+        Code::Preference,
+        Code::PreferenceSyntax,
+        Code::PreferenceOutsideGroup,
         Code::UnknownCrawler,
         Code::UsageToken,
     ];
@@ -406,6 +421,87 @@ impl Linter {
         }
     }
 
+    /// Checks a `Content-Signal` or `Content-Usage` line's shape and place.
+    fn preference(&mut self, d: &Directive<'_>) {
+        use crate::prefs::{Preferences, SIGNAL_KEYS, USAGE_KEYS};
+        let key = d.key.to_ascii_lowercase();
+        if key == b"license" {
+            return;
+        }
+        let line = [d.key, b": ".as_slice(), d.value].concat();
+        let prefs = Preferences::read(&line);
+        let col = self.column(d.value);
+        if self.groups.is_empty() {
+            self.push(
+                d.line,
+                1,
+                Severity::Warning,
+                Code::PreferenceOutsideGroup,
+                format!("`{}` comes before any `user-agent` line, so no crawler's group holds it", text(d.key)),
+                "put it in a group, for example under `User-agent: *`",
+            );
+        }
+        let (entries, known): (Vec<crate::prefs::Entry>, &[&str]) = match (prefs.signals.first(), prefs.usages.first())
+        {
+            (Some(s), _) => (s.entries.clone(), &SIGNAL_KEYS),
+            (_, Some(u)) => {
+                if u.path.is_none() {
+                    self.push(
+                        d.line,
+                        col,
+                        Severity::Warning,
+                        Code::PreferenceSyntax,
+                        "`Content-Usage` without a path: the AIPREF drafts start the value with the path it covers, so readers may skip this line".into(),
+                        "write the path first, for example `Content-Usage: / train-ai=n`",
+                    );
+                }
+                if let Some(junk) = &u.junk {
+                    self.push(
+                        d.line,
+                        col,
+                        Severity::Warning,
+                        Code::PreferenceSyntax,
+                        format!("`{junk}` is no `key=value` member"),
+                        "write members as `key=y` or `key=n`, separated by commas",
+                    );
+                }
+                (u.entries.clone(), &USAGE_KEYS)
+            }
+            _ => return,
+        };
+        if entries.is_empty() {
+            self.push(
+                d.line,
+                col,
+                Severity::Warning,
+                Code::PreferenceSyntax,
+                format!("`{}` states no preference", text(d.key)),
+                "write at least one `key=value`",
+            );
+        }
+        for e in entries {
+            if !known.contains(&e.key.as_str()) {
+                self.push(
+                    d.line,
+                    col,
+                    Severity::Warning,
+                    Code::PreferenceSyntax,
+                    format!("`{}` is not a key `{}` defines; readers ignore it", e.key, text(d.key)),
+                    &format!("known keys: {}", known.join(", ")),
+                );
+            } else if e.allow.is_none() {
+                self.push(
+                    d.line,
+                    col,
+                    Severity::Warning,
+                    Code::PreferenceSyntax,
+                    format!("`{}={}`: the value is neither yes nor no, so readers ignore it", e.key, e.value),
+                    if key == b"content-signal" { "write `yes` or `no`" } else { "write `y` or `n`" },
+                );
+            }
+        }
+    }
+
     fn unknown(&mut self, d: &Directive<'_>) {
         let key = d.key.to_ascii_lowercase();
         let col = self.column(d.key);
@@ -422,12 +518,27 @@ impl Linter {
                 format!("`{}` in robots.txt has not worked since Google dropped it in 2019", text(d.key)),
                 "use a `noindex` robots meta tag or an `X-Robots-Tag` header, and let the page be crawled".into(),
             ),
-            b"content-signal" => (
-                Severity::Info,
-                Code::ContentSignal,
-                "`Content-Signal` is not part of RFC 9309; Google ignores it, some AI crawlers may read it".into(),
-                "keep it if you mean it; block crawlers you do not want with their own `User-agent` groups".into(),
-            ),
+            b"content-signal" => {
+                self.preference(d);
+                (
+                    Severity::Info,
+                    Code::ContentSignal,
+                    "`Content-Signal` is not part of RFC 9309; Google ignores it, some AI crawlers may read it, and Search Console's robots.txt report and Lighthouse flag it as unknown".into(),
+                    "keep it if you mean it; block crawlers you do not want with their own `User-agent` groups".into(),
+                )
+            }
+            b"content-usage" | b"license" => {
+                self.preference(d);
+                (
+                    Severity::Info,
+                    Code::Preference,
+                    format!(
+                        "`{}` states an AI usage preference; Google's verdicts ignore it, and Search Console's robots.txt report and Lighthouse flag it as unknown",
+                        text(d.key)
+                    ),
+                    "expect that warning there; it changes no crawling".into(),
+                )
+            }
             b"host" | b"clean-param" | b"request-rate" | b"visit-time" => (
                 Severity::Info,
                 Code::UnknownDirective,

@@ -99,6 +99,24 @@ fn explain_shows_all_matches() {
 }
 
 #[test]
+fn explain_shows_the_preferences_that_apply() {
+    let f = temp_file(
+        "prefs.txt",
+        b"User-agent: *\nContent-Signal: search=yes, ai-train=no\nContent-Usage: / train-ai=n\nContent-Usage: /blog/ train-ai=y\nDisallow: /private\n\nUser-agent: GPTBot\nDisallow: /\nLicense: https://example.com/rsl.xml\n",
+    );
+    let out = robots(&["explain", f.to_str().unwrap(), "bingbot", "http://h/blog/x"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Content-Signal, line 2 (in the group at line 1): search=yes, ai-train=no"), "{text}");
+    assert!(text.contains("Content-Usage, line 4 (path /blog/, the longest that matches): train-ai=y"), "{text}");
+    assert!(text.contains("train-ai: yes") && text.contains("License, line 9: https://example.com/rsl.xml"), "{text}");
+    // GPTBot obeys its own group, which states nothing.
+    let out = robots(&["explain", f.to_str().unwrap(), "GPTBot", "http://h/blog/x"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Content-Signal: none in this crawler's group") && text.contains("DISALLOWED"), "{text}");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
 fn lint_formats_and_exit_codes() {
     let bad = temp_file("bad.txt", b"User-agent: *\nDisallow: private\nDissallow: /x\n");
     let bad = bad.to_str().unwrap();

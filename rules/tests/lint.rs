@@ -134,3 +134,46 @@ fn catalogue_codes_come_from_the_catalogue() {
     let found = lint(b"User-agent: Googelbot\nDisallow: /\n\nUser-agent: Google-Extended\nDisallow: /\n");
     assert!(found.iter().all(|d| !matches!(d.code, Code::UnknownCrawler | Code::UsageToken)), "{found:?}");
 }
+
+/// Preference lines: where they stand and how they are written. Shapes
+/// taken from real sites: no path, several statements, signals in `*` and
+/// in named groups, and a signal before any group.
+#[test]
+fn preference_lines() {
+    let body = b"Content-Signal: ai-train=no\n\
+User-agent: *\n\
+Content-Signal: search=yes, ai-input=no, ai-train=no\n\
+Content-Usage: train-ai=n\n\
+Content-Usage: / train-ai=n, search=y\n\
+Content-Usage: /blog/ train-ai=maybe, summarize=n\n\
+Allow: /\n\
+\n\
+User-agent: GPTBot\n\
+Content-Signal: ai-train=nope\n\
+Disallow: /\n\
+License: https://example.com/license.xml\n";
+    let found = lint(body);
+    let got: Vec<(u32, Code)> = found.iter().map(|d| (d.line, d.code)).collect();
+    for want in [
+        (1, Code::PreferenceOutsideGroup),
+        (1, Code::ContentSignal),
+        (3, Code::ContentSignal),
+        (4, Code::PreferenceSyntax),
+        (4, Code::Preference),
+        (5, Code::Preference),
+        (6, Code::PreferenceSyntax),
+        (10, Code::PreferenceSyntax),
+        (12, Code::Preference),
+    ] {
+        assert!(got.contains(&want), "{want:?} in {found:#?}");
+    }
+    // Well-formed lines in a group raise only the information.
+    assert!(!got.contains(&(3, Code::PreferenceSyntax)) && !got.contains(&(5, Code::PreferenceSyntax)), "{found:#?}");
+    let line6: Vec<&str> =
+        found.iter().filter(|d| d.line == 6 && d.code == Code::PreferenceSyntax).map(|d| d.message.as_str()).collect();
+    assert!(
+        line6.iter().any(|m| m.contains("train-ai=maybe")) && line6.iter().any(|m| m.contains("`summarize`")),
+        "{line6:?}"
+    );
+    assert!(found.iter().any(|d| d.code == Code::Preference && d.message.contains("Search Console")));
+}

@@ -6,6 +6,50 @@ use std::process::ExitCode;
 
 use rules::Robots;
 
+/// The AI usage preferences that apply (Google's verdict ignores them):
+/// the group's `Content-Signal` lines, the longest matching
+/// `Content-Usage` path, and the file's `License` lines.
+fn preferences(body: &[u8], group: &[u32], target: &[u8]) {
+    let prefs = rules::prefs::Preferences::read(body);
+    if prefs.is_empty() {
+        return;
+    }
+    let applied = prefs.applied(group, target);
+    println!("preferences (not part of Google's verdict):");
+    let show = |entries: &[rules::prefs::Entry]| -> String {
+        entries.iter().map(|e| format!("{}={}", e.key, e.value)).collect::<Vec<_>>().join(", ")
+    };
+    if applied.signals.is_empty() {
+        println!("  Content-Signal: none in this crawler's group");
+    }
+    for s in &applied.signals {
+        println!(
+            "  Content-Signal, line {} (in the group at line {}): {}",
+            s.line,
+            s.group.unwrap_or(0),
+            super::human(&show(&s.entries))
+        );
+    }
+    if applied.usages.is_empty() {
+        println!("  Content-Usage: no path of this crawler's group matches");
+    }
+    for u in &applied.usages {
+        let path = u.path.as_deref().unwrap_or("");
+        println!(
+            "  Content-Usage, line {} (path {}, the longest that matches): {}",
+            u.line,
+            super::human(path),
+            super::human(&show(&u.entries))
+        );
+    }
+    for (key, allow) in &applied.usage {
+        println!("    {key}: {}", if *allow { "yes" } else { "no" });
+    }
+    for l in &applied.licenses {
+        println!("  License, line {}: {}", l.line, super::human(&l.url));
+    }
+}
+
 pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     let body = super::read_robots(path)?;
     let robots = Robots::parse(&body);
@@ -36,5 +80,6 @@ pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     let v = prepared.check_path(&target);
     println!("verdict:  {}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
     println!("because:  {}", super::human(&v.to_string()));
+    preferences(&body, prepared.group().map_or(&[][..], |g| g.lines), &target);
     Ok(if v.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

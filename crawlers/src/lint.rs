@@ -28,7 +28,7 @@ pub fn lint(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
     }
     let mut agents = Agents(Vec::new());
     parse::parse(body, &mut agents);
-    let mut found = Vec::new();
+    let mut found = conflicts(body, catalogue);
     for (line, value) in agents.0 {
         // Google keeps the leading product token: letters, `-` and `_`.
         let token: String = value.chars().take_while(|c| c.is_ascii_alphabetic() || *c == '-' || *c == '_').collect();
@@ -65,6 +65,77 @@ pub fn lint(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
                     });
                 }
             }
+        }
+    }
+    found.sort_by_key(|d| d.line);
+    found
+}
+
+/// The AI-training preferences a file states, against what its groups let
+/// the catalogue's AI-training crawlers do (at the site's root): a
+/// `yes` that every one of them is blocked from, or a `no` in the group the
+/// best-known ones obey while they may crawl everything.
+fn conflicts(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
+    let prefs = rules::prefs::Preferences::read(body);
+    if prefs.signals.is_empty() && prefs.usages.is_empty() {
+        return Vec::new();
+    }
+    let robots = rules::Robots::parse(body);
+    let trainers: Vec<&crate::Crawler> =
+        catalogue.crawlers().iter().filter(|c| c.sends && c.purpose == crate::Purpose::AiTraining).collect();
+    // (line, group, says yes) for every statement about AI training.
+    let mut said: Vec<(u32, Option<u32>, bool)> = Vec::new();
+    for s in &prefs.signals {
+        for e in s.entries.iter().filter(|e| e.key == "ai-train") {
+            if let Some(a) = e.allow {
+                said.push((s.line, s.group, a));
+            }
+        }
+    }
+    for u in prefs.usages.iter().filter(|u| u.path.as_deref() == Some("/")) {
+        for e in u.entries.iter().filter(|e| e.key == "train-ai") {
+            if let Some(a) = e.allow {
+                said.push((u.line, u.group, a));
+            }
+        }
+    }
+    let reads = |c: &crate::Crawler, group: Option<u32>| {
+        let agent = robots.crawler(&c.token);
+        group.is_some_and(|g| agent.group().is_some_and(|choice| choice.lines.contains(&g)))
+    };
+    let mut found = Vec::new();
+    for (line, group, yes) in said {
+        let blocked: Vec<&str> =
+            trainers.iter().filter(|c| !robots.crawler(&c.token).is_allowed("/")).map(|c| c.token.as_str()).collect();
+        if yes && !trainers.is_empty() && blocked.len() == trainers.len() {
+            found.push(Diagnostic {
+                line,
+                column: 1,
+                severity: Severity::Warning,
+                code: Code::PreferenceConflict,
+                message: format!(
+                    "this line allows AI training, yet every AI-training crawler the catalogue knows ({}) is disallowed at `/`",
+                    trainers.len()
+                ),
+                hint: "say `no`, or allow the crawlers you mean to let train".into(),
+            });
+        }
+        let main: Vec<&str> = ["GPTBot", "ClaudeBot"]
+            .into_iter()
+            .filter(|t| catalogue.get(t).is_some_and(|c| reads(c, group)) && robots.crawler(t).is_allowed("/"))
+            .collect();
+        if !yes && main.len() == 2 {
+            found.push(Diagnostic {
+                line,
+                column: 1,
+                severity: Severity::Warning,
+                code: Code::PreferenceConflict,
+                message: format!(
+                    "this line asks for no AI training, yet {} read this group and may crawl the whole site: a preference does not block them",
+                    main.join(" and ")
+                ),
+                hint: "add groups that disallow the AI-training crawlers you mean to stop".into(),
+            });
         }
     }
     found

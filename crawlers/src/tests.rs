@@ -181,3 +181,24 @@ fn lint_over_the_realworld_corpus() {
     assert!(flagged.len() <= 10, "{} flagged: {flagged:#?}", flagged.len());
     eprintln!("{} groups flagged in {files} files: {flagged:#?}", flagged.len());
 }
+
+#[test]
+fn lint_finds_preferences_the_groups_contradict() {
+    use crate::lint::lint;
+    let conflicts = |body: &str| -> Vec<u32> {
+        lint(body.as_bytes(), Catalogue::builtin())
+            .into_iter()
+            .filter(|d| d.code == rules::lint::Code::PreferenceConflict)
+            .map(|d| d.line)
+            .collect()
+    };
+    // Cloudflare's default: a `no` for training, and nothing blocks GPTBot.
+    assert_eq!(conflicts("User-agent: *\nContent-Signal: search=yes,ai-train=no\nAllow: /\n"), [2]);
+    // The same, with the crawlers blocked: the preference and the groups agree.
+    let agree = "User-agent: *\nContent-Signal: ai-train=no\nAllow: /\n\nUser-agent: GPTBot\nUser-agent: ClaudeBot\nDisallow: /\n";
+    assert!(conflicts(agree).is_empty());
+    // A `yes` while every AI-training crawler is blocked (here by `*`).
+    assert_eq!(conflicts("User-agent: *\nContent-Usage: / train-ai=y\nDisallow: /\n"), [2]);
+    // A `yes` with them allowed is no conflict.
+    assert!(conflicts("User-agent: *\nContent-Signal: ai-train=yes\nDisallow: /private\n").is_empty());
+}

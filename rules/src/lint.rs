@@ -82,6 +82,10 @@ pub enum Code {
     /// A `Content-Signal` or `Content-Usage` line before any `user-agent`
     /// line: no group, so no crawler reads it.
     PreferenceOutsideGroup,
+    /// A preference the file's own groups contradict: `ai-train=yes` while
+    /// every AI-training crawler is disallowed, or `ai-train=no` while the
+    /// main ones may crawl everything. Found by `robotsgate-crawlers`.
+    PreferenceConflict,
     /// A group named for a token no catalogued crawler sends, that looks
     /// like a typo of one (`Googelbot`). Found by `robotsgate-crawlers`,
     /// which holds the catalogue; this crate only names the code.
@@ -117,13 +121,14 @@ impl Code {
             Code::Preference => "preference",
             Code::PreferenceSyntax => "preference-syntax",
             Code::PreferenceOutsideGroup => "preference-outside-group",
+            Code::PreferenceConflict => "preference-conflict",
             Code::UnknownCrawler => "unknown-crawler",
             Code::UsageToken => "usage-token",
         }
     }
 
     /// Every code, for documentation and SARIF rule lists.
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 24] = [
         Code::Typo,
         Code::MissingColon,
         Code::RuleOutsideGroup,
@@ -145,6 +150,7 @@ impl Code {
         Code::Preference,
         Code::PreferenceSyntax,
         Code::PreferenceOutsideGroup,
+        Code::PreferenceConflict,
         Code::UnknownCrawler,
         Code::UsageToken,
     ];

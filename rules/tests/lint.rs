@@ -133,6 +133,9 @@ fn realworld_corpus_lints_without_panicking() {
 fn catalogue_codes_come_from_the_catalogue() {
     let found = lint(b"User-agent: Googelbot\nDisallow: /\n\nUser-agent: Google-Extended\nDisallow: /\n");
     assert!(found.iter().all(|d| !matches!(d.code, Code::UnknownCrawler | Code::UsageToken)), "{found:?}");
+    // Code::PreferenceConflict needs the catalogue's purposes too.
+    let found = lint(b"User-agent: *\nContent-Signal: ai-train=yes\nDisallow: /\n");
+    assert!(found.iter().all(|d| d.code != Code::PreferenceConflict), "{found:?}");
 }
 
 /// Preference lines: where they stand and how they are written. Shapes

@@ -202,3 +202,69 @@ fn lint_finds_preferences_the_groups_contradict() {
     // A `yes` with them allowed is no conflict.
     assert!(conflicts("User-agent: *\nContent-Signal: ai-train=yes\nDisallow: /private\n").is_empty());
 }
+
+/// Compiling an AI policy onto any real-world file changes no Google
+/// verdict for the crawlers whose purpose it does not deny, and denies
+/// every crawler whose purpose it does, unless the owner's own group for
+/// it says otherwise (then the compiled policy reports a conflict).
+#[test]
+fn an_ai_policy_changes_no_other_crawler_s_verdict_on_the_corpus() {
+    use rules::ai_policy::{AiPolicy, Stance};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/realworld");
+    let Ok(entries) = std::fs::read_dir(dir.join("robots")) else { return };
+    let policies = [
+        AiPolicy { ai_training: Stance::Deny, ..AiPolicy::default() },
+        AiPolicy {
+            ai_training: Stance::Deny,
+            ai_search: Stance::Deny,
+            user_fetch: Stance::Deny,
+            ..AiPolicy::default()
+        },
+    ];
+    let catalogue = Catalogue::builtin();
+    let (mut files, mut checks) = (0, 0);
+    for e in entries.flatten() {
+        let Ok(origin) = std::fs::read(e.path()) else { continue };
+        let urls = std::fs::read_to_string(dir.join("urls").join(e.file_name())).unwrap_or_default();
+        let urls: Vec<&str> = urls.lines().take(20).collect();
+        files += 1;
+        for policy in &policies {
+            // Usage tokens too (`Google-Extended`): they are how Google and
+            // Apple read a training preference.
+            let denied: Vec<&str> = catalogue
+                .crawlers()
+                .iter()
+                .filter(|c| policy.allows(c.purpose.as_str()) == Some(false))
+                .map(|c| c.token.as_str())
+                .collect();
+            let compiled = policy.compile(&denied, &origin);
+            let Some(merged) = rules::merge::append(&origin, &compiled.groups) else { continue };
+            let (before, after) = (rules::Robots::parse(&origin), rules::Robots::parse(&merged));
+            let others = catalogue
+                .crawlers()
+                .iter()
+                .filter(|c| c.sends && !denied.contains(&c.token.as_str()))
+                .map(|c| c.token.as_str())
+                .chain(["someunknowncrawler"]);
+            for agent in others {
+                for url in &urls {
+                    assert_eq!(
+                        before.crawler(agent).is_allowed(url),
+                        after.crawler(agent).is_allowed(url),
+                        "{:?} {agent} {url}",
+                        e.path()
+                    );
+                    checks += 1;
+                }
+            }
+            for token in &denied {
+                let owner_allows = before.named_agents().any(|a| a.eq_ignore_ascii_case(token.as_bytes()));
+                if !owner_allows {
+                    assert!(!after.crawler(token).is_allowed("/"), "{:?}: {token} is not denied", e.path());
+                }
+            }
+        }
+    }
+    assert!(files > 1000, "{files}");
+    eprintln!("{files} files, {checks} verdicts unchanged");
+}

@@ -395,25 +395,12 @@ impl Refresher {
 }
 
 /// The line that opens the managed groups in a served file.
-const MANAGED_MARK: &[u8] = b"\n# Managed by robotsgate\n";
+const MANAGED_MARK: &[u8] = rules::merge::MARK;
 
-/// Appends managed groups so Google reads them as written: the origin's
-/// text keeps its last line ending, and a trailing group with no rules gets
-/// an explicit empty `Disallow:` (which allows everything, as the empty
-/// group did) so the managed `User-agent` lines cannot join it. `None` when
-/// the result would pass 500 KiB, where Google would cut the managed rules.
+/// Appends managed groups so Google reads them as written (see
+/// [`rules::merge`]). `None` when the result would pass 500 KiB.
 pub fn merge_managed(origin: &[u8], groups: &str) -> Option<Bytes> {
-    let mut out = origin.to_vec();
-    if !out.is_empty() && !out.ends_with(b"\n") {
-        out.push(b'\n');
-    }
-    if ends_with_open_group(origin) {
-        out.extend_from_slice(b"Disallow:\n");
-    }
-    out.extend_from_slice(MANAGED_MARK);
-    out.extend_from_slice(groups.trim_end().as_bytes());
-    out.push(b'\n');
-    (out.len() <= rules::parse::MAX_FILE_BYTES).then(|| Bytes::from(out))
+    rules::merge::append(origin, groups).map(Bytes::from)
 }
 
 /// The agents (lower-cased product tokens, or `*`) that both the managed
@@ -449,25 +436,6 @@ fn agents_named(body: &[u8]) -> Vec<String> {
 
 /// Whether the last group of `body` has `user-agent` lines but no rule yet,
 /// so that a following `user-agent` line would join it.
-fn ends_with_open_group(body: &[u8]) -> bool {
-    #[derive(Default)]
-    struct Tail {
-        open: bool,
-    }
-    impl rules::parse::Handler for Tail {
-        fn directive(&mut self, d: &rules::parse::Directive<'_>) {
-            match d.kind {
-                rules::KeyKind::UserAgent => self.open = true,
-                rules::KeyKind::Allow | rules::KeyKind::Disallow => self.open = false,
-                _ => {}
-            }
-        }
-    }
-    let mut t = Tail::default();
-    rules::parse::parse(body, &mut t);
-    t.open
-}
-
 fn static_text(p: &SiteProxy) -> Option<Bytes> {
     if let Some(text) = &p.robots_static {
         return Some(Bytes::from(text.clone().into_bytes()));

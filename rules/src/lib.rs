@@ -54,6 +54,7 @@
 
 #![deny(missing_docs)]
 
+pub mod ai_policy;
 mod bytes;
 pub mod cache;
 mod compile;
@@ -61,6 +62,7 @@ pub mod crawlers;
 pub mod fetch;
 pub mod flip;
 pub mod lint;
+pub mod merge;
 pub mod normal;
 pub mod parse;
 pub mod pattern;

@@ -1,0 +1,239 @@
+//! One AI policy, by purpose (search, AI search, AI training, user-triggered
+//! fetches), compiled into every place a site states it: groups that
+//! disallow the crawlers of each denied purpose, a `Content-Signal` line, a
+//! `Content-Usage` line, and the `Content-Usage` response header.
+//!
+//! Which product tokens serve which purpose is the crawler catalogue's
+//! knowledge (`robotsgate-crawlers`); the caller passes the tokens of the
+//! denied purposes in. Compiling onto an origin's file never overrides what
+//! the owner wrote: a token the file already has a group for keeps it, and
+//! a preference line the file already states stays; where the two
+//! disagree, the disagreement is reported.
+
+use crate::Robots;
+use crate::prefs::Preferences;
+
+/// What a policy says of one purpose.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stance {
+    /// Crawling and use for this purpose are welcome.
+    #[default]
+    Allow,
+    /// Not for this purpose.
+    Deny,
+}
+
+impl Stance {
+    fn allows(self) -> bool {
+        self == Stance::Allow
+    }
+}
+
+/// A site's AI policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AiPolicy {
+    /// Search engines.
+    pub search: Stance,
+    /// AI search and answers (`ai-input`, `ai-use`).
+    pub ai_search: Stance,
+    /// Training AI models (`ai-train`, `train-ai`).
+    pub ai_training: Stance,
+    /// Fetches a person asks an AI assistant for.
+    pub user_fetch: Stance,
+}
+
+/// A policy compiled for one origin file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Compiled {
+    /// The groups to append after the origin's text (see [`crate::merge`]).
+    pub groups: String,
+    /// The `Content-Usage` response header value for proxied pages.
+    pub header: String,
+    /// Where the origin's file says otherwise, in words.
+    pub conflicts: Vec<String>,
+}
+
+fn yes(allow: bool) -> &'static str {
+    if allow { "yes" } else { "no" }
+}
+
+fn y(allow: bool) -> &'static str {
+    if allow { "y" } else { "n" }
+}
+
+impl AiPolicy {
+    /// The purposes a crawler of the catalogue's `purpose` (its name, as
+    /// `ai-training`) may serve under this policy; `None` for a purpose the
+    /// policy says nothing of (ads, archive, SEO tools, other).
+    pub fn allows(&self, purpose: &str) -> Option<bool> {
+        Some(match purpose {
+            "search" => self.search.allows(),
+            "ai-search" => self.ai_search.allows(),
+            "ai-training" => self.ai_training.allows(),
+            "user-fetch" => self.user_fetch.allows(),
+            _ => return None,
+        })
+    }
+
+    /// The `Content-Signal` line the policy states.
+    pub fn signal_line(&self) -> String {
+        format!(
+            "Content-Signal: search={}, ai-input={}, ai-train={}",
+            yes(self.search.allows()),
+            yes(self.ai_search.allows()),
+            yes(self.ai_training.allows())
+        )
+    }
+
+    /// The `Content-Usage` header value (and, after a path, robots.txt line).
+    pub fn usage_value(&self) -> String {
+        format!(
+            "train-ai={}, ai-use={}, search={}",
+            y(self.ai_training.allows()),
+            y(self.ai_search.allows()),
+            y(self.search.allows())
+        )
+    }
+
+    /// Compiles the policy onto `origin`: `denied` are the product tokens of
+    /// the crawlers whose purpose it denies.
+    pub fn compile(&self, denied: &[&str], origin: &[u8]) -> Compiled {
+        let robots = Robots::parse(origin);
+        let prefs = Preferences::read(origin);
+        let mut conflicts = Vec::new();
+        // Tokens the owner already wrote a group for keep it.
+        let named: Vec<String> =
+            robots.named_agents().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
+        let mut fresh: Vec<&str> = Vec::new();
+        for token in denied {
+            if named.contains(&token.to_ascii_lowercase()) {
+                if robots.crawler(token).is_allowed("/") {
+                    conflicts.push(format!(
+                        "the origin's own group for {token} lets it crawl `/`; the policy denies its purpose, and the owner's group stands"
+                    ));
+                }
+            } else if !fresh.iter().any(|t| t.eq_ignore_ascii_case(token)) {
+                fresh.push(token);
+            }
+        }
+        let mut groups = String::new();
+        if !fresh.is_empty() {
+            groups.push_str("# AI policy: crawlers of denied purposes\n");
+            for token in &fresh {
+                groups.push_str(&format!("User-agent: {token}\n"));
+            }
+            groups.push_str("Disallow: /\n");
+        }
+        // The preference lines stand in the `*` group, where crawlers
+        // without a group of their own read them. Appending a `*` group with
+        // no rules changes no verdict: Google merges it with the file's `*`
+        // group, or, with none, an empty `*` group allows what no group did.
+        let star = robots.crawler("*").group().map(|g| g.lines.to_vec()).unwrap_or_default();
+        let in_star = |g: Option<u32>| g.is_some_and(|g| star.contains(&g));
+        let signals: Vec<_> = prefs.signals.iter().filter(|s| in_star(s.group)).collect();
+        let usages: Vec<_> = prefs.usages.iter().filter(|u| in_star(u.group)).collect();
+        let mut lines = Vec::new();
+        if signals.is_empty() {
+            lines.push(self.signal_line());
+        } else {
+            for s in &signals {
+                for e in &s.entries {
+                    let ours = match e.key.as_str() {
+                        "search" => self.search.allows(),
+                        "ai-input" => self.ai_search.allows(),
+                        "ai-train" => self.ai_training.allows(),
+                        _ => continue,
+                    };
+                    if e.allow.is_some_and(|a| a != ours) {
+                        conflicts.push(format!(
+                            "line {}: the origin says `{}={}`, the policy `{}={}`; the origin's line stands",
+                            s.line,
+                            e.key,
+                            e.value,
+                            e.key,
+                            yes(ours)
+                        ));
+                    }
+                }
+            }
+        }
+        if usages.is_empty() {
+            lines.push(format!("Content-Usage: / {}", self.usage_value()));
+        } else {
+            for u in &usages {
+                for e in &u.entries {
+                    let ours = match e.key.as_str() {
+                        "train-ai" => self.ai_training.allows(),
+                        "ai-use" => self.ai_search.allows(),
+                        "search" => self.search.allows(),
+                        _ => continue,
+                    };
+                    if e.allow.is_some_and(|a| a != ours) {
+                        conflicts.push(format!(
+                            "line {}: the origin says `{}={}` for `{}`, the policy `{}={}`; the origin's line stands",
+                            u.line,
+                            e.key,
+                            e.value,
+                            u.path.as_deref().unwrap_or(""),
+                            e.key,
+                            y(ours)
+                        ));
+                    }
+                }
+            }
+        }
+        if !lines.is_empty() {
+            if !groups.is_empty() {
+                groups.push('\n');
+            }
+            groups.push_str("# AI policy: preferences\nUser-agent: *\n");
+            for l in lines {
+                groups.push_str(&l);
+                groups.push('\n');
+            }
+        }
+        Compiled { groups, header: self.usage_value(), conflicts }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> AiPolicy {
+        AiPolicy { ai_training: Stance::Deny, ..AiPolicy::default() }
+    }
+
+    #[test]
+    fn compiles_onto_an_empty_file() {
+        let c = policy().compile(&["GPTBot", "ClaudeBot", "CCBot"], b"");
+        let merged = crate::merge::append(b"", &c.groups).unwrap();
+        let robots = Robots::parse(&merged);
+        for t in ["GPTBot", "ClaudeBot", "CCBot"] {
+            assert!(!robots.crawler(t).is_allowed("/a"), "{t}");
+        }
+        assert!(robots.crawler("Googlebot").is_allowed("/a"));
+        let prefs = Preferences::read(&merged);
+        let a = prefs.applied(robots.crawler("Googlebot").group().unwrap().lines, b"/a");
+        assert_eq!(a.signals.len(), 1);
+        assert_eq!(
+            a.usage,
+            [("train-ai".to_string(), false), ("ai-use".to_string(), true), ("search".to_string(), true)]
+        );
+        assert_eq!(c.header, "train-ai=n, ai-use=y, search=y");
+        assert!(c.conflicts.is_empty());
+    }
+
+    #[test]
+    fn the_owner_s_lines_stand_and_conflicts_are_named() {
+        let origin = b"User-agent: *\nContent-Signal: search=yes, ai-train=yes\nDisallow: /private\n\nUser-agent: GPTBot\nAllow: /\n";
+        let c = policy().compile(&["GPTBot", "ClaudeBot"], origin);
+        assert!(c.groups.contains("User-agent: ClaudeBot") && !c.groups.contains("User-agent: GPTBot"), "{}", c.groups);
+        assert!(!c.groups.contains("Content-Signal"), "the origin's signal stands: {}", c.groups);
+        assert!(c.groups.contains("Content-Usage: / train-ai=n"), "{}", c.groups);
+        assert_eq!(c.conflicts.len(), 2, "{:?}", c.conflicts);
+        assert!(
+            c.conflicts.iter().any(|m| m.contains("GPTBot")) && c.conflicts.iter().any(|m| m.contains("ai-train=yes"))
+        );
+    }
+}

@@ -297,6 +297,73 @@ pub struct SiteProxy {
     /// or `allow`.
     #[serde(default)]
     pub spoofed: Spoofed,
+    /// One AI policy by purpose, compiled into robots.txt (groups for the
+    /// catalogue's crawlers of each denied purpose, `Content-Signal` and
+    /// `Content-Usage` lines), the `Content-Usage` header on proxied
+    /// pages, and, if asked, enforcement.
+    #[serde(default)]
+    pub ai_policy: Option<AiPolicySettings>,
+}
+
+/// Allowed or not, for one purpose.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Stance {
+    /// Welcome.
+    #[default]
+    Allow,
+    /// Not for this purpose.
+    Deny,
+}
+
+/// What enforcement answers a crawler whose purpose the policy denies.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AiEnforce {
+    /// No enforcement: the policy is stated, not imposed.
+    #[default]
+    Off,
+    /// 403.
+    Refuse,
+    /// 402 with `payment_body` and `payment_headers`, for owners who sell access.
+    Pay,
+    /// 429 with `Retry-After`, to slow crawlers down.
+    Slow,
+}
+
+/// `sites[].proxy.ai_policy`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct AiPolicySettings {
+    /// Search engines.
+    #[serde(default)]
+    pub search: Stance,
+    /// AI search and answers.
+    #[serde(default)]
+    pub ai_search: Stance,
+    /// Training AI models.
+    #[serde(default)]
+    pub ai_training: Stance,
+    /// Fetches a person asks an AI assistant for.
+    #[serde(default)]
+    pub user_fetch: Stance,
+    /// What a crawler of a denied purpose gets (not spoofed: a spoofed
+    /// claim is the site's `spoofed:` business).
+    #[serde(default)]
+    pub enforce: AiEnforce,
+    /// The 402 body.
+    #[serde(default)]
+    pub payment_body: Option<String>,
+    /// Extra 402 headers (a price, a link to terms).
+    #[serde(default)]
+    pub payment_headers: BTreeMap<String, String>,
+    /// The 429's `Retry-After`.
+    #[serde(default = "default_retry_after", with = "humantime_serde_compat")]
+    pub retry_after: Duration,
+}
+
+fn default_retry_after() -> Duration {
+    Duration::from_secs(3600)
 }
 
 /// One site.
@@ -764,6 +831,18 @@ impl Config {
             }
             if p.robots_file.is_some() && p.robots_static.is_some() {
                 return Err(invalid(key("robots_file"), "give `robots_file` or `robots_static`, not both"));
+            }
+            if let Some(ai) = &p.ai_policy {
+                for (name, value) in &ai.payment_headers {
+                    let token = !name.is_empty()
+                        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+                    if !token || value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                        return Err(invalid(
+                            key(&format!("ai_policy.payment-headers.{name}")),
+                            "must be a header field name, with a value on one line",
+                        ));
+                    }
+                }
             }
         }
         if let Some(p) = &self.proxy

@@ -69,6 +69,7 @@ impl Admin {
                     "lint": { "errors": health.lint.0, "warnings": health.lint.1 },
                     "managed_groups_contested_by_origin": health.contested,
                     "unenforceable_groups": health.unenforceable,
+                    "ai_policy_conflicts": health.ai_conflicts,
                 })
             })
             .collect();

@@ -185,12 +185,20 @@ fn push_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
 
 /// A complete small response from the gateway itself.
 fn answer(status: u16, body: &[u8], close: bool) -> Vec<u8> {
+    answer_with(status, &[], body, close)
+}
+
+/// [`answer`] with more header fields (a 402's terms, a 429's `Retry-After`).
+fn answer_with(status: u16, headers: &[(String, String)], body: &[u8], close: bool) -> Vec<u8> {
     let reason = http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
     let mut out = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n",
         body.len()
     )
     .into_bytes();
+    for (name, value) in headers {
+        push_field(&mut out, name, value.as_bytes());
+    }
     if close {
         out.extend_from_slice(b"Connection: close\r\n");
     }
@@ -491,10 +499,8 @@ impl Front {
                 })
             }
         };
-        if let Some(l) = &log
-            && l.visit.refused
-        {
-            let response = answer(403, Gateway::refusal(&l.visit).as_bytes(), answered_close);
+        if let Some(r) = log.as_ref().and_then(|l| l.visit.refusal.as_ref()) {
+            let response = answer_with(r.status, &r.headers, r.body.as_bytes(), answered_close);
             return Some(Plan::Answer { response, close: answered_close, log });
         }
         let mut head = Vec::with_capacity(256);
@@ -645,7 +651,8 @@ impl Front {
             let response = Response::read(&resp, f.head_only).map_err(|e| Failure::Origin(502, e))?;
             let interim = (100..200).contains(&status);
             let close = !interim && (f.close || matches!(response.body, Body::UntilClose));
-            let head = response.head(&resp, close);
+            let usage = if interim { None } else { f.site.content_usage.as_deref() };
+            let head = response.head(&resp, close, usage);
             from_origin.advance(len);
             if interim {
                 // Interim responses (103 Early Hints) go on; the final one follows.
@@ -820,7 +827,9 @@ impl Response {
     }
 
     /// The head relayed to the client: HTTP/1.1, connection fields dropped.
-    fn head(&self, resp: &httparse::Response<'_, '_>, close: bool) -> Vec<u8> {
+    /// The head relayed to the client; `usage` is the site's AI policy's
+    /// `Content-Usage`, added unless the origin sent its own.
+    fn head(&self, resp: &httparse::Response<'_, '_>, close: bool, usage: Option<&str>) -> Vec<u8> {
         let mut out = Vec::with_capacity(512);
         out.extend_from_slice(format!("HTTP/1.1 {} ", resp.code.unwrap_or(0)).as_bytes());
         out.extend_from_slice(resp.reason.unwrap_or("").as_bytes());
@@ -839,6 +848,11 @@ impl Response {
         }
         if let Some(n) = self.length.filter(|_| !self.coded) {
             push_field(&mut out, "Content-Length", n.to_string().as_bytes());
+        }
+        if let Some(usage) = usage
+            && !resp.headers.iter().any(|f| f.name.eq_ignore_ascii_case("content-usage"))
+        {
+            push_field(&mut out, "Content-Usage", usage.as_bytes());
         }
         if close {
             out.extend_from_slice(b"Connection: close\r\n");

@@ -13,6 +13,7 @@ use robotsgate_crawlers::Crawler;
 use rules::normal::Slashes;
 use serde_json::json;
 
+use crate::ai::Refusal;
 use crate::crawler::Crawlers;
 use crate::identity::prefixes::Prefixes;
 use crate::identity::signed::Signed;
@@ -33,12 +34,22 @@ pub struct FrontedSite {
     pub origin: Origin,
     /// Idle keep-alive connections to a plain-HTTP origin (fast path only).
     pub upstream: Upstream,
+    /// The `Content-Usage` header its AI policy adds to proxied responses
+    /// that carry none of their own.
+    pub content_usage: Option<String>,
 }
 
 impl FrontedSite {
     /// A site as configured.
     pub fn new(name: &str, proxy: SiteProxy) -> FrontedSite {
-        FrontedSite { name: name.to_string(), origin: Origin::new(&proxy.origin), proxy, upstream: Upstream::default() }
+        let content_usage = proxy.ai_policy.as_ref().map(|p| crate::ai::policy(p).usage_value());
+        FrontedSite {
+            name: name.to_string(),
+            origin: Origin::new(&proxy.origin),
+            proxy,
+            upstream: Upstream::default(),
+            content_usage,
+        }
     }
 }
 
@@ -109,8 +120,10 @@ pub struct Visit {
     pub allowed: bool,
     /// The deciding line, if a rule decided.
     pub line: Option<u32>,
-    /// Whether the gateway refuses the request (403).
-    pub refused: bool,
+    /// What the gateway answers instead of proxying, if it refuses the
+    /// request: 403 for robots.txt or a spoofed claim, or what the site's
+    /// AI policy enforcement says (403, 402, 429).
+    pub refusal: Option<Refusal>,
 }
 
 impl Visit {
@@ -199,7 +212,24 @@ impl Gateway {
         if spoofed && site.proxy.spoofed == Spoofed::Refuse {
             self.metrics.crawler_requests.with_label_values(&[word, "spoofed", identity_label]).inc();
             self.metrics.enforced.with_label_values(&[&site.name, word, "spoofed"]).inc();
-            return Visit { crawler: word.to_string(), identity, client, allowed: false, line: None, refused: true };
+            let body = format!("this request claims to be {word} and verification says it is not\n");
+            let refusal = Some(Refusal { status: 403, headers: Vec::new(), body });
+            return Visit { crawler: word.to_string(), identity, client, allowed: false, line: None, refusal };
+        }
+        // The AI policy, for a claim that is not known to be false.
+        if !spoofed
+            && let Some(refusal) = site.proxy.ai_policy.as_ref().and_then(|p| crate::ai::refusal(p, claim.crawler))
+        {
+            self.metrics.crawler_requests.with_label_values(&[word, "ai-policy", identity_label]).inc();
+            self.metrics.enforced.with_label_values(&[&site.name, word, "ai-policy"]).inc();
+            return Visit {
+                crawler: word.to_string(),
+                identity,
+                client,
+                allowed: false,
+                line: None,
+                refusal: Some(refusal),
+            };
         }
         let judged_as = if spoofed && site.proxy.spoofed == Spoofed::Tag { ANONYMOUS } else { word };
         let state = self.store.state(&site.name);
@@ -214,19 +244,12 @@ impl Gateway {
         };
         let verdict = if allowed { "allow" } else { "disallow" };
         self.metrics.crawler_requests.with_label_values(&[word, verdict, identity_label]).inc();
-        let refused = !allowed && site.proxy.enforce;
-        if refused {
+        let refusal = (!allowed && site.proxy.enforce).then(|| {
             self.metrics.enforced.with_label_values(&[&site.name, word, "robots"]).inc();
-        }
-        Visit { crawler: word.to_string(), identity, client, allowed, line, refused }
-    }
-
-    /// The body of the 403 a refused crawler gets.
-    pub fn refusal(visit: &Visit) -> String {
-        if visit.identity == Some(Answer::Spoofed) && visit.line.is_none() && !visit.allowed {
-            return format!("this request claims to be {} and verification says it is not\n", visit.crawler);
-        }
-        format!("robots.txt of this site disallows this URL for {}\n", visit.crawler)
+            let body = format!("robots.txt of this site disallows this URL for {word}\n");
+            Refusal { status: 403, headers: Vec::new(), body }
+        });
+        Visit { crawler: word.to_string(), identity, client, allowed, line, refusal }
     }
 
     /// Writes the structured log line of a crawler's request, once its

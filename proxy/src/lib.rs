@@ -6,6 +6,7 @@
 //! Pingora server.
 
 pub mod admin;
+pub mod ai;
 pub mod crawler;
 pub mod deadline;
 pub mod forward;

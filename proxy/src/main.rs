@@ -165,6 +165,34 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if cli.check {
         println!("{}: {} fronted sites, listening on {:?}", cli.config.display(), fronted.len(), settings.listen);
+        let catalogue = config.catalogue()?;
+        for (name, p) in &fronted {
+            let Some(ai) = &p.ai_policy else { continue };
+            // Onto the site's fixed file if it has one; the origin's is merged
+            // the same way at each refresh.
+            let origin = match (&p.robots_static, &p.robots_file) {
+                (Some(text), _) => text.clone().into_bytes(),
+                (None, Some(path)) => std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
+                (None, None) => Vec::new(),
+            };
+            let policy = proxy::ai::policy(ai);
+            let compiled = policy.compile(&proxy::ai::denied_tokens(&policy, &catalogue), &origin);
+            let mut groups = compiled.groups.clone();
+            if let Some(managed) = &p.managed_groups {
+                groups = format!("{}\n\n{managed}", groups.trim_end());
+            }
+            let merged = rules::merge::append(&origin, &groups)
+                .with_context(|| format!("site {name}: the AI policy would push robots.txt past 500 KiB"))?;
+            println!(
+                "\n== {name}: robots.txt with its AI policy{}",
+                if origin.is_empty() { " (onto an empty origin file)" } else { "" }
+            );
+            print!("{}", String::from_utf8_lossy(&merged));
+            println!("== {name}: Content-Usage header: {}", compiled.header);
+            for c in &compiled.conflicts {
+                println!("== {name}: conflict: {c}");
+            }
+        }
         return Ok(());
     }
 

@@ -34,7 +34,14 @@ fn header(session: &Session, name: http::header::HeaderName) -> Option<&str> {
 }
 
 async fn respond(session: &mut Session, status: u16, body: Bytes) -> Result<()> {
-    let mut resp = ResponseHeader::build(status, Some(2))?;
+    respond_with(session, status, &[], body).await
+}
+
+async fn respond_with(session: &mut Session, status: u16, headers: &[(String, String)], body: Bytes) -> Result<()> {
+    let mut resp = ResponseHeader::build(status, Some(2 + headers.len()))?;
+    for (name, value) in headers {
+        resp.insert_header(name.clone(), value.as_str())?;
+    }
     resp.insert_header("Content-Type", "text/plain; charset=utf-8")?;
     resp.insert_header("Content-Length", body.len().to_string())?;
     session.write_response_header(Box::new(resp), false).await?;
@@ -198,13 +205,30 @@ impl ProxyHttp for Pipeline {
             Err(_) => self.0.identity(claim, client, signed.as_ref()).await,
         };
         let visit = self.0.visit(&site, claim, identity, client, session.req_header().raw_path());
-        let refused = visit.refused.then(|| Gateway::refusal(&visit));
+        let refusal = visit.refusal.clone();
         ctx.visit = Some(visit);
-        if let Some(body) = refused {
-            respond(session, 403, Bytes::from(body)).await?;
+        if let Some(r) = refusal {
+            respond_with(session, r.status, &r.headers, Bytes::from(r.body)).await?;
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// The site's AI policy adds its `Content-Usage` header unless the
+    /// origin sent one.
+    async fn response_filter(
+        &self,
+        _session: &mut Session,
+        upstream_response: &mut ResponseHeader,
+        ctx: &mut Self::CTX,
+    ) -> Result<()> {
+        if let Some(usage) = ctx.site.as_ref().and_then(|s| s.content_usage.as_deref())
+            && upstream_response.headers.get("content-usage").is_none()
+            && upstream_response.status.as_u16() >= 200
+        {
+            upstream_response.insert_header("Content-Usage", usage)?;
+        }
+        Ok(())
     }
 
     /// The verification answer goes to the origin in `Robotsgate-Crawler`.

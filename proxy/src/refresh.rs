@@ -244,6 +244,12 @@ impl Refresher {
                         }
                     }
                     let served = self.serve_good(site, body, Some(robots), now, Origin::Origin);
+                    if let Some(p) = &site.proxy.ai_policy {
+                        health.ai_conflicts = self.ai_compiled(p, &outcome.body).conflicts;
+                        if !health.ai_conflicts.is_empty() {
+                            tracing::warn!(site = %site.name, conflicts = ?health.ai_conflicts, "the origin's robots.txt says otherwise than the site's AI policy; the origin's lines stand");
+                        }
+                    }
                     if site.proxy.enforce {
                         let found =
                             robotsgate_crawlers::lint::unenforceable(served.robots.named_agents(), &self.catalogue);
@@ -330,7 +336,7 @@ impl Refresher {
         good_at: SystemTime,
         source: Origin,
     ) -> Served {
-        match &site.proxy.managed_groups {
+        match self.managed(site, &body).as_deref() {
             Some(groups) => match merge_managed(&body, groups) {
                 Some(merged) => self.served(
                     &site.name,
@@ -345,6 +351,30 @@ impl Refresher {
             },
             None => self.served_parsed(&site.name, body, robots, source, good_at),
         }
+    }
+
+    /// What is appended to the origin's file: the groups the site's AI
+    /// policy compiles to, then its `managed_groups`.
+    fn managed(&self, site: &SiteRobots, origin: &[u8]) -> Option<String> {
+        let policy = site.proxy.ai_policy.as_ref().map(|p| self.ai_compiled(p, origin).groups);
+        match (policy, &site.proxy.managed_groups) {
+            (None, None) => None,
+            (Some(p), None) => Some(p),
+            (None, Some(g)) => Some(g.clone()),
+            (Some(p), Some(g)) => Some(format!("{}\n\n{g}", p.trim_end())),
+        }
+    }
+
+    /// The site's AI policy compiled onto `origin`, with the catalogue's
+    /// tokens for each denied purpose.
+    pub fn ai_compiled(
+        &self,
+        settings: &robotsgate_config::AiPolicySettings,
+        origin: &[u8],
+    ) -> rules::ai_policy::Compiled {
+        let policy = crate::ai::policy(settings);
+        let denied = crate::ai::denied_tokens(&policy, &self.catalogue);
+        policy.compile(&denied, origin)
     }
 
     /// The site's client, pinning `host` to `addr`.

@@ -94,6 +94,8 @@ pub struct Health {
     /// Usage tokens the served file has groups for, on a site that
     /// enforces: no request carries them, so those groups are not enforced.
     pub unenforceable: Vec<String>,
+    /// Where the origin's file says otherwise than the site's AI policy.
+    pub ai_conflicts: Vec<String>,
 }
 
 /// Every site's state.

@@ -1,0 +1,135 @@
+//! A site's AI policy through the real gateway, on the fast path and on
+//! Pingora's pipeline alone: the robots.txt it compiles to, the
+//! `Content-Usage` header on proxied pages, and enforcement (403, 402,
+//! 429), checked to agree with each other for every catalogued crawler of
+//! every purpose the policy speaks of.
+
+use std::net::SocketAddr;
+use std::process::Command;
+
+use robotsgate_crawlers::Catalogue;
+use testkit::*;
+
+mod support;
+use support::spawn_proxy;
+
+const ORIGIN_ROBOTS: &str = "User-agent: *\nDisallow: /private\n";
+const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0";
+
+fn config(origin: SocketAddr, fast_path: bool) -> (String, SocketAddr) {
+    let (listen, admin) = (free_port(), free_port());
+    let site = |name: &str, policy: &str| {
+        format!(
+            "  - name: {name}\n    proxy:\n      hosts: [{name}.test]\n      origin: {origin}\n      ai_policy: {{ {policy} }}\n"
+        )
+    };
+    let yaml = format!(
+        "proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  state_dir: state\n  refresh: 1s\n  grace_period: 1s\n  fast_path: {fast_path}\nsites:\n{}{}{}{}",
+        site("shop", "ai-training: deny, enforce: refuse"),
+        site(
+            "pay",
+            "ai-training: deny, ai-search: deny, enforce: pay, payment-body: \"Licenses: https://pay.test/terms\\n\", payment-headers: { Link: \"<https://pay.test/terms>; rel=terms\" }"
+        ),
+        site("slow", "ai-training: deny, enforce: slow, retry-after: 2m"),
+        site("free", "ai-training: deny"),
+    );
+    (yaml, format!("127.0.0.1:{listen}").parse().unwrap())
+}
+
+fn get(addr: SocketAddr, host: &str, path: &str, ua: &str) -> Response {
+    request(addr, "GET", host, path, &[("User-Agent", ua)]).expect("an answer")
+}
+
+fn run(fast_path: bool) {
+    let echo = Echo::start();
+    echo.set_robots(ORIGIN_ROBOTS);
+    echo.script("/own", b"HTTP/1.1 200 OK\r\nContent-Usage: train-ai=y\r\nContent-Length: 2\r\n\r\nok", false);
+    let dir = temp_dir(if fast_path { "ai-fast" } else { "ai-pipeline" });
+    let (yaml, addr) = config(echo.addr, fast_path);
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, &yaml).unwrap();
+    let _g = spawn_proxy(&cfg, &[addr]);
+    for host in ["shop.test", "pay.test", "slow.test", "free.test"] {
+        assert!(
+            eventually(30, || get(addr, host, "/robots.txt", BROWSER).text().contains("Content-Signal")),
+            "{host} never served its policy"
+        );
+    }
+
+    // The compiled file: the owner's rules, the policy's groups and lines.
+    let served = get(addr, "shop.test", "/robots.txt", BROWSER).text();
+    assert!(served.starts_with(ORIGIN_ROBOTS), "{served}");
+    for want in [
+        "User-agent: GPTBot",
+        "User-agent: ClaudeBot",
+        "User-agent: Google-Extended",
+        "Content-Signal: search=yes, ai-input=yes, ai-train=no",
+        "Content-Usage: / train-ai=n, ai-use=y, search=y",
+    ] {
+        assert!(served.contains(want), "{want} in\n{served}");
+    }
+    let robots = rules::Robots::parse(served.as_bytes());
+
+    // The header on every proxied page, unless the origin states its own.
+    let page = get(addr, "shop.test", "/page", BROWSER);
+    assert_eq!(page.status, 200);
+    assert_eq!(page.header("Content-Usage"), Some("train-ai=n, ai-use=y, search=y"));
+    assert_eq!(get(addr, "shop.test", "/own", BROWSER).header("Content-Usage"), Some("train-ai=y"));
+
+    // File, header and enforcement agree for every crawler of every purpose
+    // the policy speaks of.
+    let mut checked = 0;
+    for c in Catalogue::builtin().crawlers().iter().filter(|c| c.sends) {
+        let denied = match c.purpose.as_str() {
+            "ai-training" => true,
+            "search" | "ai-search" | "user-fetch" => false,
+            _ => continue,
+        };
+        let ua = format!("Mozilla/5.0 (compatible; {}/1.0)", c.token);
+        let status = get(addr, "shop.test", "/page", &ua).status;
+        assert_eq!(status, if denied { 403 } else { 200 }, "{} ({})", c.token, c.purpose.as_str());
+        assert_eq!(robots.crawler(&c.token).is_allowed("/page"), !denied, "{} in the file", c.token);
+        checked += 1;
+    }
+    assert!(checked > 20, "{checked}");
+    let r = get(addr, "shop.test", "/page", "GPTBot/1.1");
+    assert!(r.text().contains("AI policy does not welcome GPTBot (ai-training)"), "{}", r.text());
+
+    // 402 with the owner's terms; 429 with Retry-After; a policy stated
+    // without enforcement; the owner's own rules still enforced nowhere here.
+    let r = get(addr, "pay.test", "/page", "Mozilla/5.0 (compatible; PerplexityBot/1.0)");
+    assert_eq!(r.status, 402);
+    assert_eq!(r.header("Link"), Some("<https://pay.test/terms>; rel=terms"));
+    assert_eq!(r.text(), "Licenses: https://pay.test/terms\n");
+    assert_eq!(get(addr, "pay.test", "/page", "Googlebot/2.1").status, 200);
+    let r = get(addr, "slow.test", "/page", "ClaudeBot/1.0");
+    assert_eq!((r.status, r.header("Retry-After")), (429, Some("120")));
+    assert_eq!(get(addr, "free.test", "/page", "GPTBot/1.1").status, 200);
+}
+
+#[test]
+fn ai_policy_on_the_fast_path() {
+    run(true);
+}
+
+#[test]
+fn ai_policy_on_the_pipeline() {
+    run(false);
+}
+
+/// `robots-proxy --check` prints the robots.txt each policy produces.
+#[test]
+fn check_prints_the_compiled_file() {
+    let dir = temp_dir("ai-check");
+    let (yaml, _) = config("127.0.0.1:9".parse().unwrap(), true);
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, yaml).unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("== pay: robots.txt with its AI policy"), "{text}");
+    assert!(text.contains("Content-Signal: search=yes, ai-input=no, ai-train=no"), "{text}");
+    assert!(text.contains("User-agent: PerplexityBot"), "{text}");
+    assert!(text.contains("== pay: Content-Usage header: train-ai=n, ai-use=n, search=y"), "{text}");
+}

@@ -362,6 +362,22 @@ pub struct AiPolicySettings {
     pub retry_after: Duration,
 }
 
+impl AiPolicySettings {
+    /// The engine's policy for these settings.
+    pub fn policy(&self) -> rules::ai_policy::AiPolicy {
+        let stance = |s: Stance| match s {
+            Stance::Allow => rules::ai_policy::Stance::Allow,
+            Stance::Deny => rules::ai_policy::Stance::Deny,
+        };
+        rules::ai_policy::AiPolicy {
+            search: stance(self.search),
+            ai_search: stance(self.ai_search),
+            ai_training: stance(self.ai_training),
+            user_fetch: stance(self.user_fetch),
+        }
+    }
+}
+
 fn default_retry_after() -> Duration {
     Duration::from_secs(3600)
 }

@@ -275,6 +275,27 @@ impl Catalogue {
         self.get(token).map_or("unknown", |c| c.purpose.as_str())
     }
 
+    /// The product tokens of every crawler whose purpose `policy` denies
+    /// (usage tokens such as `Google-Extended` included: they are how Google
+    /// and Apple read a training preference).
+    pub fn denied_by(&self, policy: &rules::ai_policy::AiPolicy) -> Vec<&str> {
+        self.crawlers
+            .iter()
+            .filter(|c| policy.allows(c.purpose.as_str()) == Some(false))
+            .map(|c| c.token.as_str())
+            .collect()
+    }
+
+    /// The tokens of [`Catalogue::denied_by`] that send requests: the ones
+    /// a fetched file must disallow for the policy to hold.
+    pub fn denied_senders(&self, policy: &rules::ai_policy::AiPolicy) -> Vec<&str> {
+        self.crawlers
+            .iter()
+            .filter(|c| c.sends && policy.allows(c.purpose.as_str()) == Some(false))
+            .map(|c| c.token.as_str())
+            .collect()
+    }
+
     /// Where `token` sorts when crawlers are grouped by purpose: the order
     /// of [`Purpose::ALL`], tokens the catalogue does not hold last.
     pub fn purpose_rank(&self, token: &str) -> usize {

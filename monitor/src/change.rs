@@ -118,6 +118,29 @@ pub struct Change<'a> {
     pub outage_critical: bool,
     /// The console's public address, for links in the alert.
     pub console: Option<&'a str>,
+    /// Where the file now says otherwise than the site's AI policy
+    /// (`proxy.ai_policy`) and did not before.
+    pub ai_policy: Vec<String>,
+}
+
+/// The contradictions of the site's AI policy that `new` has and `old` had
+/// not, compared without their line numbers (an edit elsewhere moves them).
+pub fn ai_contradictions(
+    settings: Option<&robotsgate_config::AiPolicySettings>,
+    catalogue: &robotsgate_crawlers::Catalogue,
+    old: Option<&[u8]>,
+    new: Option<&[u8]>,
+) -> Vec<String> {
+    let (Some(settings), Some(new)) = (settings, new) else { return Vec::new() };
+    let policy = settings.policy();
+    let denied = catalogue.denied_senders(&policy);
+    let unlined = |c: &String| match c.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
+        Some((_, rest)) => rest.to_string(),
+        None => c.clone(),
+    };
+    let before: Vec<String> =
+        old.map(|b| policy.contradictions(&denied, b)).unwrap_or_default().iter().map(unlined).collect();
+    policy.contradictions(&denied, new).into_iter().filter(|c| !before.contains(&unlined(c))).collect()
 }
 
 /// Renders the alert for a change, or `None` when nothing in it is worth
@@ -153,6 +176,13 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     }
     if !c.flips.is_empty() {
         events.push(format!("{}.", plural(c.flips.len(), "verdict flipped", "verdicts flipped")));
+    }
+    if let Some(first) = c.ai_policy.first() {
+        let more = match c.ai_policy.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", plural(n - 1, "other", "others")),
+        };
+        events.push(format!("robots.txt now contradicts the site's AI policy: {first}{more}."));
     }
     if let Some((url, agent, expect)) = c.broken.first() {
         let more = match c.broken.len() {
@@ -336,7 +366,7 @@ pub fn severity(c: &Change<'_>) -> robotsgate_config::AlertSeverity {
         && c.flips.iter().any(|f| !f.new.allowed && &*rules::target::path_of(f.url.as_bytes()) == b"/");
     if (outage && c.outage_critical) || root_lost {
         AlertSeverity::Critical
-    } else if outage || !c.flips.is_empty() || !c.broken.is_empty() {
+    } else if outage || !c.flips.is_empty() || !c.broken.is_empty() || !c.ai_policy.is_empty() {
         AlertSeverity::Warning
     } else {
         AlertSeverity::Info
@@ -446,6 +476,7 @@ mod tests {
             broken: Vec::new(),
             outage_critical: true,
             console: None,
+            ai_policy: Vec::new(),
         };
         let (subject, text, html) = alert(&c).expect("an outage alerts");
         assert_eq!(subject, "[robotsgate] shop: crawling blocked");
@@ -476,7 +507,73 @@ mod tests {
             broken: Vec::new(),
             outage_critical: true,
             console: None,
+            ai_policy: Vec::new(),
         };
         assert!(alert(&c).is_none());
+    }
+
+    /// A deploy drops the GPTBot group, then a CDN prepends its own signal:
+    /// each is an alert against the site's AI policy, with no verdict moved
+    /// for the crawlers the monitor tests.
+    #[test]
+    fn contradicting_the_ai_policy_is_alerted() {
+        let settings = robotsgate_config::AiPolicySettings {
+            search: robotsgate_config::Stance::Allow,
+            ai_search: robotsgate_config::Stance::Allow,
+            ai_training: robotsgate_config::Stance::Deny,
+            user_fetch: robotsgate_config::Stance::Allow,
+            enforce: robotsgate_config::AiEnforce::Off,
+            payment_body: None,
+            payment_headers: Default::default(),
+            retry_after: std::time::Duration::from_secs(60),
+        };
+        let catalogue = robotsgate_crawlers::Catalogue::builtin();
+        let mut blocked = String::from("User-agent: *\nContent-Signal: ai-train=no\nAllow: /\n\n");
+        for t in catalogue.denied_senders(&settings.policy()) {
+            blocked.push_str(&format!("User-agent: {t}\n"));
+        }
+        blocked.push_str("Disallow: /\n");
+        let dropped = "User-agent: *\nContent-Signal: ai-train=no\nAllow: /\n";
+        let prepended = blocked.replace("ai-train=no", "ai-train=yes");
+        let found = ai_contradictions(Some(&settings), catalogue, Some(blocked.as_bytes()), Some(dropped.as_bytes()));
+        assert!(found.iter().any(|c| c.starts_with("GPTBot may crawl")), "{found:?}");
+        let found = ai_contradictions(Some(&settings), catalogue, Some(blocked.as_bytes()), Some(prepended.as_bytes()));
+        assert_eq!(found.len(), 1, "{found:?}");
+        // Unchanged contradictions are not news, even on another line.
+        let moved = format!("# a new first line\n{prepended}");
+        assert!(
+            ai_contradictions(Some(&settings), catalogue, Some(prepended.as_bytes()), Some(moved.as_bytes()))
+                .is_empty()
+        );
+        assert!(ai_contradictions(None, catalogue, Some(blocked.as_bytes()), Some(dropped.as_bytes())).is_empty());
+
+        let (old, new) = (rules_policy(&blocked), rules_policy(&prepended));
+        let c = Change {
+            site: "shop",
+            location: "f",
+            old: Some(&old),
+            new: &new,
+            old_body: Some(blocked.as_bytes()),
+            new_body: Some(prepended.as_bytes()),
+            redirects: 0,
+            truncated: false,
+            flips: &[],
+            broken: Vec::new(),
+            outage_critical: true,
+            console: None,
+            ai_policy: found_for(&settings, &blocked, &prepended),
+        };
+        let (subject, text, _) = alert(&c).expect("an alert");
+        assert!(text.contains("robots.txt now contradicts the site's AI policy"), "{subject}\n{text}");
+        assert_eq!(severity(&c), robotsgate_config::AlertSeverity::Warning);
+    }
+
+    fn found_for(settings: &robotsgate_config::AiPolicySettings, old: &str, new: &str) -> Vec<String> {
+        ai_contradictions(
+            Some(settings),
+            robotsgate_crawlers::Catalogue::builtin(),
+            Some(old.as_bytes()),
+            Some(new.as_bytes()),
+        )
     }
 }

@@ -252,6 +252,12 @@ impl Monitor {
                     broken: change::broken(&policy, &targets, &agents),
                     outage_critical: self.config.critical_after.is_zero(),
                     console: self.console_url(),
+                    ai_policy: change::ai_contradictions(
+                        site.proxy.as_ref().and_then(|p| p.ai_policy.as_ref()),
+                        &self.catalogue,
+                        known.as_ref().and_then(|k| k.body.as_deref()),
+                        body.as_deref(),
+                    ),
                 };
                 let alert = change::alert(&change);
                 let severity = change::severity(&change);

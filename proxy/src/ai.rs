@@ -3,35 +3,18 @@
 //! tokens such as `Google-Extended` included: they are how Google and
 //! Apple read a training preference), and what enforcement answers.
 
-use robotsgate_config::{AiEnforce, AiPolicySettings, Stance};
+use robotsgate_config::{AiEnforce, AiPolicySettings};
 use robotsgate_crawlers::{Catalogue, Crawler};
-use rules::ai_policy::{self, AiPolicy};
-
-fn stance(s: Stance) -> ai_policy::Stance {
-    match s {
-        Stance::Allow => ai_policy::Stance::Allow,
-        Stance::Deny => ai_policy::Stance::Deny,
-    }
-}
+use rules::ai_policy::AiPolicy;
 
 /// The engine's policy for the config's settings.
 pub fn policy(s: &AiPolicySettings) -> AiPolicy {
-    AiPolicy {
-        search: stance(s.search),
-        ai_search: stance(s.ai_search),
-        ai_training: stance(s.ai_training),
-        user_fetch: stance(s.user_fetch),
-    }
+    s.policy()
 }
 
 /// The product tokens of every catalogued crawler whose purpose `policy` denies.
 pub fn denied_tokens<'c>(policy: &AiPolicy, catalogue: &'c Catalogue) -> Vec<&'c str> {
-    catalogue
-        .crawlers()
-        .iter()
-        .filter(|c| policy.allows(c.purpose.as_str()) == Some(false))
-        .map(|c| c.token.as_str())
-        .collect()
+    catalogue.denied_by(policy)
 }
 
 /// A refusal enforcement sends: status, extra header fields, body.

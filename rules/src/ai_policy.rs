@@ -135,53 +135,11 @@ impl AiPolicy {
         let mut lines = Vec::new();
         if signals.is_empty() {
             lines.push(self.signal_line());
-        } else {
-            for s in &signals {
-                for e in &s.entries {
-                    let ours = match e.key.as_str() {
-                        "search" => self.search.allows(),
-                        "ai-input" => self.ai_search.allows(),
-                        "ai-train" => self.ai_training.allows(),
-                        _ => continue,
-                    };
-                    if e.allow.is_some_and(|a| a != ours) {
-                        conflicts.push(format!(
-                            "line {}: the origin says `{}={}`, the policy `{}={}`; the origin's line stands",
-                            s.line,
-                            e.key,
-                            e.value,
-                            e.key,
-                            yes(ours)
-                        ));
-                    }
-                }
-            }
         }
         if usages.is_empty() {
             lines.push(format!("Content-Usage: / {}", self.usage_value()));
-        } else {
-            for u in &usages {
-                for e in &u.entries {
-                    let ours = match e.key.as_str() {
-                        "train-ai" => self.ai_training.allows(),
-                        "ai-use" => self.ai_search.allows(),
-                        "search" => self.search.allows(),
-                        _ => continue,
-                    };
-                    if e.allow.is_some_and(|a| a != ours) {
-                        conflicts.push(format!(
-                            "line {}: the origin says `{}={}` for `{}`, the policy `{}={}`; the origin's line stands",
-                            u.line,
-                            e.key,
-                            e.value,
-                            u.path.as_deref().unwrap_or(""),
-                            e.key,
-                            y(ours)
-                        ));
-                    }
-                }
-            }
         }
+        conflicts.extend(self.stated_conflicts(&signals, &usages));
         if !lines.is_empty() {
             if !groups.is_empty() {
                 groups.push('\n');
@@ -193,6 +151,75 @@ impl AiPolicy {
             }
         }
         Compiled { groups, header: self.usage_value(), conflicts }
+    }
+
+    /// Where a file, as crawlers fetch it, says otherwise than the policy:
+    /// a crawler of a denied purpose (`denied`, the ones that send
+    /// requests) that may crawl `/`, and preference lines of the `*` group
+    /// with another answer. What a monitor alerts on when a deploy drops a
+    /// group or a CDN prepends its own signal.
+    pub fn contradictions(&self, denied: &[&str], body: &[u8]) -> Vec<String> {
+        let robots = Robots::parse(body);
+        let prefs = Preferences::read(body);
+        let mut found: Vec<String> = denied
+            .iter()
+            .filter(|t| robots.crawler(t).is_allowed("/"))
+            .map(|t| format!("{t} may crawl `/`, but the AI policy denies its purpose"))
+            .collect();
+        let star = robots.crawler("*").group().map(|g| g.lines.to_vec()).unwrap_or_default();
+        let in_star = |g: Option<u32>| g.is_some_and(|g| star.contains(&g));
+        let signals: Vec<_> = prefs.signals.iter().filter(|s| in_star(s.group)).collect();
+        let usages: Vec<_> = prefs.usages.iter().filter(|u| in_star(u.group)).collect();
+        found.extend(self.stated_conflicts(&signals, &usages));
+        found
+    }
+
+    /// The preference lines (of the `*` group) that answer otherwise than
+    /// the policy.
+    fn stated_conflicts(&self, signals: &[&crate::prefs::Signal], usages: &[&crate::prefs::Usage]) -> Vec<String> {
+        let mut conflicts = Vec::new();
+        for s in signals {
+            for e in &s.entries {
+                let ours = match e.key.as_str() {
+                    "search" => self.search.allows(),
+                    "ai-input" => self.ai_search.allows(),
+                    "ai-train" => self.ai_training.allows(),
+                    _ => continue,
+                };
+                if e.allow.is_some_and(|a| a != ours) {
+                    conflicts.push(format!(
+                        "line {}: the file says `{}={}`, the policy `{}={}`",
+                        s.line,
+                        e.key,
+                        e.value,
+                        e.key,
+                        yes(ours)
+                    ));
+                }
+            }
+        }
+        for u in usages {
+            for e in &u.entries {
+                let ours = match e.key.as_str() {
+                    "train-ai" => self.ai_training.allows(),
+                    "ai-use" => self.ai_search.allows(),
+                    "search" => self.search.allows(),
+                    _ => continue,
+                };
+                if e.allow.is_some_and(|a| a != ours) {
+                    conflicts.push(format!(
+                        "line {}: the file says `{}={}` for `{}`, the policy `{}={}`",
+                        u.line,
+                        e.key,
+                        e.value,
+                        u.path.as_deref().unwrap_or(""),
+                        e.key,
+                        y(ours)
+                    ));
+                }
+            }
+        }
+        conflicts
     }
 }
 
@@ -235,5 +262,23 @@ mod tests {
         assert!(
             c.conflicts.iter().any(|m| m.contains("GPTBot")) && c.conflicts.iter().any(|m| m.contains("ai-train=yes"))
         );
+    }
+
+    #[test]
+    fn contradictions_of_a_fetched_file() {
+        let p = policy();
+        let good = b"User-agent: *\nContent-Signal: ai-train=no\nAllow: /\n\nUser-agent: GPTBot\nDisallow: /\n";
+        assert!(p.contradictions(&["GPTBot"], good).is_empty());
+        // A deploy drops the GPTBot group; a CDN prepends its own signal.
+        let dropped = b"User-agent: *\nContent-Signal: ai-train=no\nAllow: /\n";
+        assert_eq!(
+            p.contradictions(&["GPTBot"], dropped),
+            ["GPTBot may crawl `/`, but the AI policy denies its purpose"]
+        );
+        let prepended =
+            b"User-agent: *\nContent-Signal: search=yes, ai-train=yes\nAllow: /\n\nUser-agent: GPTBot\nDisallow: /\n";
+        let found = p.contradictions(&["GPTBot"], prepended);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("`ai-train=yes`"), "{found:?}");
     }
 }

@@ -700,3 +700,51 @@ fn example_config_runs_offline() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(once(&cfg).contains("example-shop: rules, new revision"));
 }
+
+/// A site whose gateway states an AI policy: a deploy that drops the group
+/// blocking the AI-training crawlers, and then a CDN that prepends its own
+/// `ai-train=yes`, are each alerted, though no verdict of the crawlers the
+/// monitor tests (Googlebot, bingbot) moved.
+fn ai_policy_contradictions_are_alerted(db: Db) {
+    let dir = temp_dir("ai-policy");
+    let Some(database) = fresh_database(db, &dir) else { return };
+    let origin = Origin::start();
+    let smtp = Smtp::start(&dir.join("mail"));
+    let extra = "    proxy: { hosts: [shop.test], origin: \"127.0.0.1:9\", ai_policy: { ai-training: deny } }\n";
+    let cfg = write_config(&dir, &config(&database, &origin, smtp.port, extra));
+    let mut blocked = String::from("User-agent: *\nContent-Signal: search=yes, ai-train=no\nDisallow: /admin\n\n");
+    let catalogue = robotsgate_crawlers::Catalogue::builtin();
+    let policy = rules::ai_policy::AiPolicy { ai_training: rules::ai_policy::Stance::Deny, ..Default::default() };
+    for t in catalogue.denied_senders(&policy) {
+        blocked.push_str(&format!("User-agent: {t}\n"));
+    }
+    blocked.push_str("Disallow: /\n");
+    origin.set("/robots.txt", Reply::ok(blocked.clone()));
+    once(&cfg);
+    let alerts = || scalar(&database, "SELECT COUNT(*) FROM alerts");
+    let before = alerts();
+    // The deploy drops the AI crawlers' group.
+    origin.set("/robots.txt", Reply::ok("User-agent: *\nContent-Signal: search=yes, ai-train=no\nDisallow: /admin\n"));
+    once(&cfg);
+    assert_eq!(alerts(), before + 1, "{db:?}");
+    let text = scalar_text(&database, "SELECT body_text FROM alerts ORDER BY id DESC LIMIT 1");
+    assert!(text.contains("contradicts the site's AI policy") && text.contains("may crawl `/`"), "{db:?}: {text}");
+    // Restored, then a CDN prepends its own signal.
+    origin.set("/robots.txt", Reply::ok(blocked.clone()));
+    once(&cfg);
+    let prepended = blocked.replace("ai-train=no", "ai-train=yes");
+    origin.set("/robots.txt", Reply::ok(prepended));
+    once(&cfg);
+    let text = scalar_text(&database, "SELECT body_text FROM alerts ORDER BY id DESC LIMIT 1");
+    assert!(text.contains("`ai-train=yes`"), "{db:?}: {text}");
+}
+
+#[test]
+fn ai_policy_contradictions_are_alerted_on_sqlite() {
+    ai_policy_contradictions_are_alerted(Db::Sqlite);
+}
+
+#[test]
+fn ai_policy_contradictions_are_alerted_on_postgres() {
+    ai_policy_contradictions_are_alerted(Db::Postgres);
+}

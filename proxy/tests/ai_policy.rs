@@ -17,14 +17,21 @@ const ORIGIN_ROBOTS: &str = "User-agent: *\nDisallow: /private\n";
 const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0";
 
 fn config(origin: SocketAddr, fast_path: bool) -> (String, SocketAddr) {
-    let (listen, admin) = (free_port(), free_port());
+    config_with(origin, fast_path, "", 0)
+}
+
+/// [`config`] with more sites (`more`) and the admin listener on `admin`
+/// (a free port when 0).
+fn config_with(origin: SocketAddr, fast_path: bool, more: &str, admin: u16) -> (String, SocketAddr) {
+    let listen = free_port();
+    let admin = if admin == 0 { free_port() } else { admin };
     let site = |name: &str, policy: &str| {
         format!(
             "  - name: {name}\n    proxy:\n      hosts: [{name}.test]\n      origin: {origin}\n      ai_policy: {{ {policy} }}\n"
         )
     };
     let yaml = format!(
-        "proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  state_dir: state\n  refresh: 1s\n  grace_period: 1s\n  fast_path: {fast_path}\nsites:\n{}{}{}{}",
+        "proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  admin_token: secret\n  state_dir: state\n  refresh: 1s\n  grace_period: 1s\n  fast_path: {fast_path}\nsites:\n{}{}{}{}{more}",
         site("shop", "ai-training: deny, enforce: refuse"),
         site(
             "pay",
@@ -45,7 +52,17 @@ fn run(fast_path: bool) {
     echo.set_robots(ORIGIN_ROBOTS);
     echo.script("/own", b"HTTP/1.1 200 OK\r\nContent-Usage: train-ai=y\r\nContent-Length: 2\r\n\r\nok", false);
     let dir = temp_dir(if fast_path { "ai-fast" } else { "ai-pipeline" });
-    let (yaml, addr) = config(echo.addr, fast_path);
+    // A second origin whose owner wrote a group for GPTBot that lets it in.
+    let owner = Echo::start();
+    owner.set_robots(
+        "User-agent: *\nContent-Signal: ai-train=yes\nDisallow: /private\n\nUser-agent: GPTBot\nAllow: /\n",
+    );
+    let more = format!(
+        "  - name: owner\n    proxy:\n      hosts: [owner.test]\n      origin: {}\n      ai_policy: {{ ai-training: deny }}\n",
+        owner.addr
+    );
+    let admin = free_port();
+    let (yaml, addr) = config_with(echo.addr, fast_path, &more, admin);
     let cfg = dir.join("config.yaml");
     std::fs::write(&cfg, &yaml).unwrap();
     let _g = spawn_proxy(&cfg, &[addr]);
@@ -105,6 +122,28 @@ fn run(fast_path: bool) {
     let r = get(addr, "slow.test", "/page", "ClaudeBot/1.0");
     assert_eq!((r.status, r.header("Retry-After")), (429, Some("120")));
     assert_eq!(get(addr, "free.test", "/page", "GPTBot/1.1").status, 200);
+
+    // Where the origin's file says otherwise, the owner's lines stand and
+    // /status names the disagreement.
+    let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
+    let status = || -> serde_json::Value {
+        request(admin, "GET", "admin", "/status", &[("Authorization", "Bearer secret")])
+            .and_then(|r| serde_json::from_slice(&r.body).ok())
+            .unwrap_or_default()
+    };
+    let conflicts = || {
+        status()["sites"]
+            .as_array()
+            .and_then(|sites| sites.iter().find(|s| s["site"] == "owner").cloned())
+            .map(|s| s["ai_policy_conflicts"].clone())
+            .unwrap_or_default()
+    };
+    assert!(eventually(20, || conflicts().as_array().is_some_and(|c| c.len() == 2)), "{}", status());
+    let text = conflicts().to_string();
+    assert!(text.contains("GPTBot") && text.contains("ai-train=yes"), "{text}");
+    let served = get(addr, "owner.test", "/robots.txt", BROWSER).text();
+    assert!(served.contains("User-agent: ClaudeBot") && !served.contains("Content-Signal: search=yes"), "{served}");
+    assert!(rules::Robots::parse(served.as_bytes()).crawler("GPTBot").is_allowed("/page"), "the owner's group stands");
 }
 
 #[test]

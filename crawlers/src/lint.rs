@@ -107,35 +107,35 @@ fn conflicts(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
     for (line, group, yes) in said {
         let blocked: Vec<&str> =
             trainers.iter().filter(|c| !robots.crawler(&c.token).is_allowed("/")).map(|c| c.token.as_str()).collect();
+        let conflict = |message: String, hint: &str| Diagnostic {
+            line,
+            column: 1,
+            severity: Severity::Warning,
+            code: Code::PreferenceConflict,
+            message,
+            hint: hint.into(),
+        };
         if yes && !trainers.is_empty() && blocked.len() == trainers.len() {
-            found.push(Diagnostic {
-                line,
-                column: 1,
-                severity: Severity::Warning,
-                code: Code::PreferenceConflict,
-                message: format!(
+            found.push(conflict(
+                format!(
                     "this line allows AI training, yet every AI-training crawler the catalogue knows ({}) is disallowed at `/`",
                     trainers.len()
                 ),
-                hint: "say `no`, or allow the crawlers you mean to let train".into(),
-            });
+                "say `no`, or allow the crawlers you mean to let train",
+            ));
         }
         let main: Vec<&str> = ["GPTBot", "ClaudeBot"]
             .into_iter()
             .filter(|t| catalogue.get(t).is_some_and(|c| reads(c, group)) && robots.crawler(t).is_allowed("/"))
             .collect();
         if !yes && main.len() == 2 {
-            found.push(Diagnostic {
-                line,
-                column: 1,
-                severity: Severity::Warning,
-                code: Code::PreferenceConflict,
-                message: format!(
+            found.push(conflict(
+                format!(
                     "this line asks for no AI training, yet {} read this group and may crawl the whole site: a preference does not block them",
                     main.join(" and ")
                 ),
-                hint: "add groups that disallow the AI-training crawlers you mean to stop".into(),
-            });
+                "add groups that disallow the AI-training crawlers you mean to stop",
+            ));
         }
     }
     found

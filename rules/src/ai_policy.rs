@@ -11,7 +11,7 @@
 //! disagree, the disagreement is reported.
 
 use crate::Robots;
-use crate::prefs::Preferences;
+use crate::prefs::{Preferences, Signal, Usage};
 
 /// What a policy says of one purpose.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,6 +59,14 @@ fn yes(allow: bool) -> &'static str {
 
 fn y(allow: bool) -> &'static str {
     if allow { "y" } else { "n" }
+}
+
+/// The preference lines of the file's `*` group: where crawlers without a
+/// group of their own read them.
+fn in_star<'p>(robots: &Robots, prefs: &'p Preferences) -> (Vec<&'p Signal>, Vec<&'p Usage>) {
+    let star = robots.crawler("*").group().map(|g| g.lines.to_vec()).unwrap_or_default();
+    let mine = |g: Option<u32>| g.is_some_and(|g| star.contains(&g));
+    (prefs.signals.iter().filter(|s| mine(s.group)).collect(), prefs.usages.iter().filter(|u| mine(u.group)).collect())
 }
 
 impl AiPolicy {
@@ -128,10 +136,7 @@ impl AiPolicy {
         // without a group of their own read them. Appending a `*` group with
         // no rules changes no verdict: Google merges it with the file's `*`
         // group, or, with none, an empty `*` group allows what no group did.
-        let star = robots.crawler("*").group().map(|g| g.lines.to_vec()).unwrap_or_default();
-        let in_star = |g: Option<u32>| g.is_some_and(|g| star.contains(&g));
-        let signals: Vec<_> = prefs.signals.iter().filter(|s| in_star(s.group)).collect();
-        let usages: Vec<_> = prefs.usages.iter().filter(|u| in_star(u.group)).collect();
+        let (signals, usages) = in_star(&robots, &prefs);
         let mut lines = Vec::new();
         if signals.is_empty() {
             lines.push(self.signal_line());
@@ -166,17 +171,14 @@ impl AiPolicy {
             .filter(|t| robots.crawler(t).is_allowed("/"))
             .map(|t| format!("{t} may crawl `/`, but the AI policy denies its purpose"))
             .collect();
-        let star = robots.crawler("*").group().map(|g| g.lines.to_vec()).unwrap_or_default();
-        let in_star = |g: Option<u32>| g.is_some_and(|g| star.contains(&g));
-        let signals: Vec<_> = prefs.signals.iter().filter(|s| in_star(s.group)).collect();
-        let usages: Vec<_> = prefs.usages.iter().filter(|u| in_star(u.group)).collect();
+        let (signals, usages) = in_star(&robots, &prefs);
         found.extend(self.stated_conflicts(&signals, &usages));
         found
     }
 
     /// The preference lines (of the `*` group) that answer otherwise than
     /// the policy.
-    fn stated_conflicts(&self, signals: &[&crate::prefs::Signal], usages: &[&crate::prefs::Usage]) -> Vec<String> {
+    fn stated_conflicts(&self, signals: &[&Signal], usages: &[&Usage]) -> Vec<String> {
         let mut conflicts = Vec::new();
         for s in signals {
             for e in &s.entries {

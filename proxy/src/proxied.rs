@@ -158,4 +158,29 @@ mod tests {
         tlv.extend_from_slice(&[0x04, 0x00, 0x01, 0xff]);
         assert_eq!(read(&v2(1, 0x11, &tlv)).unwrap().unwrap().len, 32);
     }
+
+    /// Any bytes, and any header cut anywhere: an answer, never a panic,
+    /// and never a length past the bytes given.
+    #[test]
+    fn any_bytes() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let seeds: [&[u8]; 3] = [b"PROXY TCP4 192.0.2.7 198.51.100.1 1 2\r\n", V2, b"PROXY "];
+        for i in 0..200_000 {
+            let mut buf = seeds[i % 3].to_vec();
+            let cut = (next() as usize) % (buf.len() + 1);
+            buf.truncate(cut);
+            for _ in 0..(next() % 40) {
+                buf.push(next() as u8);
+            }
+            if let Ok(Some(h)) = read(&buf) {
+                assert!(h.len <= buf.len(), "{buf:?}");
+            }
+        }
+    }
 }

@@ -179,3 +179,32 @@ fn mutated_real_inputs_agree_with_the_reference() {
     }
     eprintln!("{checked} mutated cases agree (seed {seed})");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+    /// The preference reader, its lint and the AI policy compiler take any
+    /// bytes without panicking, and compiling the policy changes no other
+    /// crawler's verdict (the fuzz target `prefs` runs the same for longer).
+    #[test]
+    fn preferences_and_policies_take_any_bytes(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400), pick in 0usize..4) {
+        use rules::ai_policy::{AiPolicy, Stance};
+        // Bias toward the keys that matter.
+        let keys: [&[u8]; 4] = [b"Content-Usage: ", b"Content-Signal: ", b"User-agent: ", b"License: "];
+        let mut body = body;
+        body.splice(0..0, keys[pick].iter().copied());
+        let prefs = rules::prefs::Preferences::read(&body);
+        let _ = prefs.applied(&[1], b"/a");
+        let _ = rules::lint(&body);
+        let policy = AiPolicy { ai_training: Stance::Deny, ..AiPolicy::default() };
+        let compiled = policy.compile(&["GPTBot"], &body);
+        if let Some(merged) = rules::merge::append(&body, &compiled.groups) {
+            let (before, after) = (rules::Robots::parse(&body), rules::Robots::parse(&merged));
+            for agent in ["Googlebot", "someotherbot"] {
+                for path in ["/", "/a"] {
+                    proptest::prop_assert_eq!(before.crawler(agent).is_allowed(path), after.crawler(agent).is_allowed(path));
+                }
+            }
+            proptest::prop_assert!(!after.crawler("GPTBot").is_allowed("/") || before.named_agents().any(|a| a.eq_ignore_ascii_case(b"GPTBot")));
+        }
+    }
+}

@@ -461,6 +461,36 @@ mod tests {
     }
 
     #[test]
+    fn narrow_keys_are_found_wherever_their_first_byte_is() {
+        // Keys narrower than four bytes are looked for with `memchr` when
+        // they start with at most three bytes, and at every position when
+        // more: 1, 2, 3 and 5 starting bytes, each at the path's start, in
+        // its middle and in its last bytes.
+        let firsts = ["?", ".", "&", "=", ";"];
+        for n in [1, 2, 3, 5] {
+            let mut body = String::from("User-agent: *\nDisallow: /*wide-key\n");
+            for (i, f) in firsts[..n].iter().enumerate() {
+                for j in 0..12 {
+                    let key = if j % 2 == 0 { "Disallow" } else { "Allow" };
+                    let tail = ["", "$", "*"][j % 3];
+                    body.push_str(&format!("{key}: /*{f}{}{tail}\n", &"abz"[..(i + j) % 3]));
+                }
+            }
+            let mut paths = Vec::new();
+            for f in &firsts[..n] {
+                for rest in ["", "a", "ab", "abz", "zz", "b"] {
+                    paths.push(format!("/{f}{rest}"));
+                    paths.push(format!("/x/{f}{rest}/y"));
+                    paths.push(format!("/x{f}{rest}"));
+                    paths.push(format!("/wide-key{f}{rest}"));
+                }
+            }
+            paths.push("/nothing-here".into());
+            agrees(&body, &paths);
+        }
+    }
+
+    #[test]
     fn distinct_literals_are_each_their_own_bucket() {
         // No literal repeats: the index keeps the rules where they are. Exact
         // and wildcard shapes make a bucket's rule fail after its literal

@@ -8,11 +8,14 @@
 //! literal, the one fewest other rules of the set share. A candidate is
 //! matched in full, literal included.
 //!
-//! A check slides over the path once. At each position it tests the grams
-//! of the widths in use against a bit filter, and only for grams that pass
-//! does it probe the table and check that bucket's rules in full. Building
-//! is a count of the candidate grams and a sort of the (usually few
-//! hundred) wildcard rules by key.
+//! A check slides over the path once. At each position it tests the
+//! four-byte gram against a bit filter, and only for grams that pass does
+//! it probe the table and check that bucket's rules in full. Narrower keys
+//! (`?q=`, `.js`, `?`) are few and start with few distinct bytes, so they
+//! are looked for only where one of those bytes is, found with `memchr`:
+//! testing every width at every position cost half the scan. Building is
+//! a count of the candidate grams and a sort of the (usually few hundred)
+//! wildcard rules by key.
 
 use super::{MUL, Rule, Span, Tables, best_in_bucket, home, mark_ends, precedence, range, seed, span};
 
@@ -22,6 +25,8 @@ const SEEN_MAX: usize = 64;
 /// Longest gram: grams are compared as one `u32`.
 const WIDTH: usize = 4;
 const EMPTY: u32 = u32::MAX;
+/// `short_starts` when narrow keys start with more than three bytes.
+const MANY: u8 = u8::MAX;
 
 #[derive(Debug)]
 pub(super) struct GramIndex {
@@ -32,6 +37,12 @@ pub(super) struct GramIndex {
     filter_mask: u32,
     /// Bit `w - 1` is set when some key is `w` bytes wide.
     widths: u8,
+    /// The distinct first bytes of the keys narrower than [`WIDTH`], when
+    /// there are at most three of them (`short_starts` of them).
+    short_firsts: [u8; 3],
+    /// How many of `short_firsts` are in use; [`MANY`] when there are more,
+    /// and every position is tested at every width.
+    short_starts: u8,
     /// The highest priority of the set's wildcard rules.
     max_len: u16,
     seed: u64,
@@ -127,6 +138,24 @@ impl GramIndex {
             widths |= 1 << (best.2.clamp(1, WIDTH) - 1);
             keyed.push((best.1, *r));
         }
+        let mut short_firsts = [0u8; 3];
+        let mut short_starts = 0u8;
+        for &(k, _) in &keyed {
+            // A key's width is that of its gram: a narrow key is zero above
+            // it, and only narrow keys are (path bytes are never NUL).
+            if k >> 24 != 0 || short_starts == MANY {
+                continue;
+            }
+            let first = k as u8;
+            if !short_firsts[..usize::from(short_starts)].contains(&first) {
+                if usize::from(short_starts) == short_firsts.len() {
+                    short_starts = MANY;
+                } else {
+                    short_firsts[usize::from(short_starts)] = first;
+                    short_starts += 1;
+                }
+            }
+        }
         // Keys of different widths can be equal (`ab` and `ab\0\0`); they
         // then share a bucket, which costs a check but misses nothing, since
         // every candidate is matched in full.
@@ -173,6 +202,8 @@ impl GramIndex {
             filter: span(&(filter_at..bits.len())),
             filter_mask: (filter_bits - 1) as u32,
             widths,
+            short_firsts,
+            short_starts,
             max_len,
             seed,
         }
@@ -200,15 +231,15 @@ impl GramIndex {
             n_seen: 0,
             best,
         };
-        // The masks of the gram widths in use, narrowest first. Near the end
-        // of the path a wide gram is read zero-padded, which may equal a
+        // The masks of the narrow widths in use, narrowest first. Near the
+        // end of the path a gram is read zero-padded, which may equal a
         // narrower key: that costs a probe and misses nothing, since every
-        // candidate is matched in full. So no position needs a bounds check.
-        let mut masks = [0u32; WIDTH];
+        // candidate is matched in full.
+        let mut masks = [0u32; WIDTH - 1];
         let mut n = 0;
-        for w in 1..=WIDTH {
+        for w in 1..WIDTH {
             if self.widths & (1 << (w - 1)) != 0 {
-                masks[n] = if w == WIDTH { u32::MAX } else { (1 << (8 * w)) - 1 };
+                masks[n] = (1 << (8 * w)) - 1;
                 n += 1;
             }
         }
@@ -221,23 +252,56 @@ impl GramIndex {
             let bit = (h >> 32) as u32 & filter_mask;
             ((filter[(bit / 64) as usize] >> (bit % 64)) & 1 != 0).then_some(h)
         };
-        let body = path.len().saturating_sub(WIDTH - 1);
-        for w in path.windows(WIDTH) {
-            let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-            for &m in masks {
-                if let Some(h) = passes(word & m)
-                    && !scan.probe(word & m, h)
+        // Narrow keys first: the positions to test are found with `memchr`.
+        let mut narrow_at = |p: usize| -> bool {
+            let word = key(&path[p..]);
+            masks.iter().all(|&m| passes(word & m).is_none_or(|h| scan.probe(word & m, h)))
+        };
+        if !masks.is_empty() {
+            let [a, b, c] = self.short_firsts;
+            let complete = match self.short_starts {
+                1 => memchr::memchr_iter(a, path).any(|p| !narrow_at(p)),
+                2 => memchr::memchr2_iter(a, b, path).any(|p| !narrow_at(p)),
+                3 => memchr::memchr3_iter(a, b, c, path).any(|p| !narrow_at(p)),
+                _ => return self.scan_every_width(scan, masks),
+            };
+            if complete {
+                return scan.best;
+            }
+        }
+        // Four-byte keys need four bytes of path: no position near the end
+        // can hold one.
+        if self.widths & (1 << (WIDTH - 1)) != 0 {
+            for w in path.windows(WIDTH) {
+                let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                if let Some(h) = passes(word)
+                    && !scan.probe(word, h)
                 {
                     return scan.best;
                 }
             }
         }
-        for p in body..path.len() {
+        scan.best
+    }
+
+    /// The scan when narrow keys start with many different bytes: every
+    /// width at every position, in one pass.
+    fn scan_every_width<'t>(&self, mut scan: Scan<'_, 't, '_>, narrow: &[u32]) -> Option<&'t Rule> {
+        let mut masks = [0u32; WIDTH];
+        masks[..narrow.len()].copy_from_slice(narrow);
+        let mut n = narrow.len();
+        if self.widths & (1 << (WIDTH - 1)) != 0 {
+            masks[n] = u32::MAX;
+            n += 1;
+        }
+        let masks = &masks[..n];
+        let (seed, filter_mask, filter, path) = (self.seed, self.filter_mask, scan.filter, scan.path);
+        for p in 0..path.len() {
             let word = key(&path[p..]);
             for &m in masks {
-                if let Some(h) = passes(word & m)
-                    && !scan.probe(word & m, h)
-                {
+                let h = mix(word & m, seed);
+                let bit = (h >> 32) as u32 & filter_mask;
+                if (filter[(bit / 64) as usize] >> (bit % 64)) & 1 != 0 && !scan.probe(word & m, h) {
                     return scan.best;
                 }
             }

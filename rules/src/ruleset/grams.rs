@@ -272,13 +272,29 @@ impl GramIndex {
         // Four-byte keys need four bytes of path: no position near the end
         // can hold one.
         if self.widths & (1 << (WIDTH - 1)) != 0 {
-            for w in path.windows(WIDTH) {
-                let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            // One eight-byte load holds the grams of five positions: built
+            // from single bytes, a gram cost more than its hash.
+            let mut p = 0;
+            while p + 8 <= path.len() {
+                let w = u64::from_le_bytes(path[p..p + 8].try_into().unwrap_or_default());
+                for shift in [0, 8, 16, 24, 32] {
+                    let word = (w >> shift) as u32;
+                    if let Some(h) = passes(word)
+                        && !scan.probe(word, h)
+                    {
+                        return scan.best;
+                    }
+                }
+                p += 5;
+            }
+            while p + WIDTH <= path.len() {
+                let word = u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default());
                 if let Some(h) = passes(word)
                     && !scan.probe(word, h)
                 {
                     return scan.best;
                 }
+                p += 1;
             }
         }
         scan.best

@@ -141,8 +141,9 @@ impl GramIndex {
         let mut short_firsts = [0u8; 3];
         let mut short_starts = 0u8;
         for &(k, _) in &keyed {
-            // A key's width is that of its gram: a narrow key is zero above
-            // it, and only narrow keys are (path bytes are never NUL).
+            // A key narrower than four bytes is zero in its top byte. A
+            // four-byte key with a NUL there never matches (a path ends at
+            // its first NUL), so counting it as narrow costs nothing.
             if k >> 24 != 0 || short_starts == MANY {
                 continue;
             }
@@ -244,14 +245,7 @@ impl GramIndex {
             }
         }
         let masks = &masks[..n];
-        // Locals, so that the loop keeps them in registers: this loop is a
-        // third of a check on shop-shaped files.
-        let (seed, filter_mask, filter) = (self.seed, self.filter_mask, scan.filter);
-        let passes = |k: u32| {
-            let h = mix(k, seed);
-            let bit = (h >> 32) as u32 & filter_mask;
-            ((filter[(bit / 64) as usize] >> (bit % 64)) & 1 != 0).then_some(h)
-        };
+        let passes = self.filter_test(scan.filter);
         // Narrow keys first: the positions to test are found with `memchr`.
         let mut narrow_at = |p: usize| -> bool {
             let word = key(&path[p..]);
@@ -275,23 +269,16 @@ impl GramIndex {
             // One eight-byte load holds the grams of five positions: built
             // from single bytes, a gram cost more than its hash.
             let mut p = 0;
+            let mut wide_at = |word: u32| passes(word).is_none_or(|h| scan.probe(word, h));
             while p + 8 <= path.len() {
                 let w = u64::from_le_bytes(path[p..p + 8].try_into().unwrap_or_default());
-                for shift in [0, 8, 16, 24, 32] {
-                    let word = (w >> shift) as u32;
-                    if let Some(h) = passes(word)
-                        && !scan.probe(word, h)
-                    {
-                        return scan.best;
-                    }
+                if ![0, 8, 16, 24, 32].into_iter().all(|shift| wide_at((w >> shift) as u32)) {
+                    return scan.best;
                 }
                 p += 5;
             }
             while p + WIDTH <= path.len() {
-                let word = u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default());
-                if let Some(h) = passes(word)
-                    && !scan.probe(word, h)
-                {
+                if !wide_at(u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default())) {
                     return scan.best;
                 }
                 p += 1;
@@ -311,18 +298,33 @@ impl GramIndex {
             n += 1;
         }
         let masks = &masks[..n];
-        let (seed, filter_mask, filter, path) = (self.seed, self.filter_mask, scan.filter, scan.path);
+        let passes = self.filter_test(scan.filter);
+        let path = scan.path;
         for p in 0..path.len() {
             let word = key(&path[p..]);
             for &m in masks {
-                let h = mix(word & m, seed);
-                let bit = (h >> 32) as u32 & filter_mask;
-                if (filter[(bit / 64) as usize] >> (bit % 64)) & 1 != 0 && !scan.probe(word & m, h) {
+                if let Some(h) = passes(word & m)
+                    && !scan.probe(word & m, h)
+                {
                     return scan.best;
                 }
             }
         }
         scan.best
+    }
+
+    /// The filter test of a gram: its hash if the filter may hold it. The
+    /// seed, mask and filter are copied into the closure so that a scan
+    /// keeps them in registers: the scan is a third of a check on
+    /// shop-shaped files.
+    #[inline]
+    fn filter_test<'f>(&self, filter: &'f [u64]) -> impl Fn(u32) -> Option<u64> + 'f {
+        let (seed, filter_mask) = (self.seed, self.filter_mask);
+        move |k: u32| {
+            let h = mix(k, seed);
+            let bit = (h >> 32) as u32 & filter_mask;
+            ((filter[(bit / 64) as usize] >> (bit % 64)) & 1 != 0).then_some(h)
+        }
     }
 }
 

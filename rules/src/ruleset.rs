@@ -266,6 +266,9 @@ pub(crate) struct Tables {
     slots: Vec<u32>,
     /// Bit sets: literal lengths present, and gram filters.
     bits: Vec<u64>,
+    /// The first eight bytes of each literal of a linear set (see
+    /// [`head`]), parallel to the set's rules.
+    heads: Vec<u64>,
     /// Gram table entries: (gram, position of its bucket's first rule).
     grams: Vec<(u32, u32)>,
     /// Rules with an empty pattern: they match everything with priority 0,
@@ -292,6 +295,8 @@ pub(crate) struct RuleSet {
     rules: Span,
     /// Boxed: small sets, the most common, have none and stay small.
     literal_index: Option<Box<LiteralIndex>>,
+    /// Where the heads of a linear set's rules start in [`Tables::heads`].
+    heads: u32,
     /// Rules keyed by a gram (see [`Rule::is_gram_keyed`]): in precedence
     /// order, or in gram buckets when `gram_index` is built.
     wild: Span,
@@ -325,8 +330,10 @@ impl Tables {
         let set = &mut self.rules[first..];
         let split = partition(set, |r| !r.is_gram_keyed(arena));
         let (plain, wild) = set.split_at_mut(split);
+        let heads = self.heads.len() as u32;
         let literal_index = if plain.len() <= LINEAR_MAX {
             order_small(plain);
+            self.heads.extend(plain.iter().map(|r| head(r.literal(arena))));
             None
         } else {
             LiteralIndex::build(&mut self.slots, &mut self.bits, arena, plain).map(Box::new)
@@ -344,6 +351,7 @@ impl Tables {
         RuleSet {
             rules: span(&(first..first + split)),
             literal_index,
+            heads,
             wild: span(&(first + split..self.rules.len())),
             gram_index,
             empty: span(&(e..self.empty.len())),
@@ -356,6 +364,7 @@ impl Tables {
         self.rules.shrink_to_fit();
         self.slots.shrink_to_fit();
         self.bits.shrink_to_fit();
+        self.heads.shrink_to_fit();
         self.grams.shrink_to_fit();
         self.empty.shrink_to_fit();
         self.group_lines.shrink_to_fit();
@@ -365,11 +374,36 @@ impl Tables {
         self.rules.capacity() * size_of::<Rule>()
             + self.slots.capacity() * size_of::<u32>()
             + self.bits.capacity() * size_of::<u64>()
+            + self.heads.capacity() * size_of::<u64>()
             + self.grams.capacity() * size_of::<(u32, u32)>()
             + self.empty.capacity() * size_of::<(u32, bool)>()
             + self.group_lines.capacity() * size_of::<u32>()
     }
 }
+
+/// The first eight bytes of `bytes` (fewer if it is shorter) as a
+/// little-endian word, zero above them.
+#[inline]
+fn head(bytes: &[u8]) -> u64 {
+    match bytes.first_chunk::<8>() {
+        Some(w) => u64::from_le_bytes(*w),
+        None => bytes.iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b)),
+    }
+}
+
+/// The masks of the bytes of a literal 0 to 8 bytes long that its head
+/// holds. A path shorter than the literal reads as zeros there, so it
+/// passes only if the literal has NULs, and then the full match rejects it.
+const HEAD_MASKS: [u64; 9] = {
+    let mut masks = [0u64; 9];
+    let mut n = 1;
+    while n < 8 {
+        masks[n] = (1 << (8 * n)) - 1;
+        n += 1;
+    }
+    masks[8] = u64::MAX;
+    masks
+};
 
 /// Moves the items for which `keep` holds to the front, in no particular
 /// order, and returns how many there are.
@@ -391,7 +425,18 @@ impl RuleSet {
     pub fn decide<'t>(&self, t: &'t Tables, arena: &[u8], path: &[u8]) -> Option<&'t Rule> {
         let rules = &t.rules[range(self.rules)];
         let best = match &self.literal_index {
-            None => rules.iter().find(|r| r.matches(arena, path)),
+            None => {
+                // Most literals differ from the path in their first eight
+                // bytes: one masked compare each rejects them without
+                // touching the arena.
+                let heads = &t.heads[self.heads as usize..self.heads as usize + rules.len()];
+                let path_head = head(path);
+                rules
+                    .iter()
+                    .zip(heads)
+                    .find(|&(r, &h)| path_head & HEAD_MASKS[usize::from(r.lit.min(8))] == h && r.matches(arena, path))
+                    .map(|(r, _)| r)
+            }
             Some(index) => index.decide(t, rules, arena, path),
         };
         let wild = &t.rules[range(self.wild)];
@@ -443,6 +488,27 @@ mod tests {
             let v = robots.check("bot", path);
             let want = reference::check(body.as_bytes(), b"bot", path.as_bytes());
             assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn linear_sets_reject_by_head_only_what_cannot_match() {
+        // A set small enough to scan, with literals of every length around
+        // the eight bytes a head holds, an empty one (`*`, `$`), one with a
+        // NUL, and paths cut at every length: each must get the reference's
+        // verdict and line.
+        let literals = ["/", "/a", "/abcdefg", "/abcdefgh", "/abcdefghi", "/abcdefgh/jk", "/abcdefgX", "/a\0b", "/b/"];
+        for extra in ["*", "$", "/abc$", "/abcdefgh$"] {
+            let mut body = String::from("User-agent: *\n");
+            for (i, lit) in literals.iter().enumerate() {
+                let key = if i % 2 == 0 { "Disallow" } else { "Allow" };
+                body.push_str(&format!("{key}: {lit}\n"));
+            }
+            body.push_str(&format!("Disallow: {extra}\n"));
+            let full = "/abcdefgh/jklmnop";
+            let mut paths: Vec<String> = (1..=full.len()).map(|n| full[..n].to_string()).collect();
+            paths.extend(["/abcdefgX", "/abcdefgXY", "/a", "/b", "/b/c", "/c"].map(String::from));
+            agrees(&body, &paths);
         }
     }
 

@@ -20,8 +20,10 @@
 use super::{MUL, Rule, Span, Tables, best_in_bucket, home, mark_ends, precedence, range, seed, span};
 
 /// Distinct buckets a check tracks before it falls back to checking every
-/// wildcard rule of the set.
-const SEEN_MAX: usize = 64;
+/// wildcard rule of the set. The list is zeroed on every check: at 64 that
+/// cost 4 ns of a 105 ns shop-medium check, and real paths (the 1,613-file
+/// corpus with its URLs) were no slower at 16.
+const SEEN_MAX: usize = 16;
 /// Longest gram: grams are compared as one `u32`.
 const WIDTH: usize = 4;
 const EMPTY: u32 = u32::MAX;

@@ -513,6 +513,36 @@ mod tests {
     }
 
     #[test]
+    fn rules_keyed_by_the_end_of_their_literal_are_found() {
+        // Every rule shares its segment (`/print`) and none its literal, so
+        // each is keyed by its literal's last four bytes; some literals are
+        // too short or too shallow for that and keep a segment's gram.
+        let mut body = String::from("User-agent: *\n");
+        for i in 0..40 {
+            let key = if i % 3 == 0 { "Allow" } else { "Disallow" };
+            let literal = match i % 4 {
+                0 => format!("/shop/shoes-{i}/"),
+                1 => format!("/s/{i}/"),
+                2 => format!("/shop-{i}/"),
+                _ => format!("/a/b/c/d-{i}"),
+            };
+            let tail = ["*/print", "*/print$", "*print*x"][i % 3];
+            body.push_str(&format!("{key}: {literal}{tail}\n"));
+        }
+        let mut paths = Vec::new();
+        for i in 0..40 {
+            for literal in
+                [format!("/shop/shoes-{i}/"), format!("/s/{i}/"), format!("/shop-{i}/"), format!("/a/b/c/d-{i}")]
+            {
+                for rest in ["x/print", "print", "x/printx", "/print/y", "nothing"] {
+                    paths.push(format!("{literal}{rest}"));
+                }
+            }
+        }
+        agrees(&body, &paths);
+    }
+
+    #[test]
     fn many_grams_in_one_path_fall_back_to_every_rule() {
         // 100 wildcard rules keyed by three-byte grams; one path holds them
         // all, more buckets than a check tracks.

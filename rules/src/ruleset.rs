@@ -558,7 +558,7 @@ mod tests {
 
     #[test]
     fn narrow_keys_are_found_wherever_their_first_byte_is() {
-        // Keys narrower than four bytes are looked for with `memchr` when
+        // Keys narrower than four bytes are looked for by their first byte when
         // they start with at most three bytes, and at every position when
         // more: 1, 2, 3 and 5 starting bytes, each at the path's start, in
         // its middle and in its last bytes.

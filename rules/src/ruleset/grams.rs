@@ -12,10 +12,15 @@
 //! four-byte gram against a bit filter, and only for grams that pass does
 //! it probe the table and check that bucket's rules in full. Narrower keys
 //! (`?q=`, `.js`, `?`) are few and start with few distinct bytes, so they
-//! are looked for only where one of those bytes is, found with `memchr`:
-//! testing every width at every position cost half the scan. Building is
+//! are looked for only where one of those bytes is, found eight bytes at
+//! a time: testing every width at every position cost half the scan. A
+//! rule with a literal past its first directory may also be keyed by the
+//! literal's last four bytes, which set it apart when its segments are
+//! shared (`/shop/shoes-17/*/print`). Building is
 //! a count of the candidate grams and a sort of the (usually few hundred)
 //! wildcard rules by key.
+
+use crate::bytes::{find_class, splat, zero_bytes};
 
 use super::{MUL, Rule, Span, Tables, best_in_bucket, home, mark_ends, precedence, range, seed, span};
 
@@ -263,17 +268,18 @@ impl GramIndex {
         }
         let masks = &masks[..n];
         let passes = self.filter_test(scan.filter);
-        // Narrow keys first: the positions to test are found with `memchr`.
-        let mut narrow_at = |p: usize| -> bool {
+        // Narrow keys first, only where their first bytes are.
+        let narrow_at = |p: usize| -> bool {
             let word = key(&path[p..]);
             masks.iter().all(|&m| passes(word & m).is_none_or(|h| scan.probe(word & m, h)))
         };
         if !masks.is_empty() {
-            let [a, b, c] = self.short_firsts;
+            // Paths are short: a word at a time beats `memchr`'s calls.
+            let [a, b, c] = self.short_firsts.map(splat);
             let complete = match self.short_starts {
-                1 => memchr::memchr_iter(a, path).any(|p| !narrow_at(p)),
-                2 => memchr::memchr2_iter(a, b, path).any(|p| !narrow_at(p)),
-                3 => memchr::memchr3_iter(a, b, c, path).any(|p| !narrow_at(p)),
+                1 => !all_at(path, |w| zero_bytes(w ^ a), narrow_at),
+                2 => !all_at(path, |w| zero_bytes(w ^ a) | zero_bytes(w ^ b), narrow_at),
+                3 => !all_at(path, |w| zero_bytes(w ^ a) | zero_bytes(w ^ b) | zero_bytes(w ^ c), narrow_at),
                 _ => return self.scan_every_width(scan, masks),
             };
             if complete {
@@ -382,6 +388,20 @@ impl Scan<'_, '_, '_> {
         self.best = best_in_bucket(&self.rules[first as usize..], self.arena, self.path, true, self.best);
         true
     }
+}
+
+/// Whether `f` holds at every position of `path` whose byte `class`
+/// marks; stops at the first where it does not.
+#[inline]
+fn all_at(path: &[u8], class: impl Fn(u64) -> u64, mut f: impl FnMut(usize) -> bool) -> bool {
+    let mut from = 0;
+    while let Some(p) = find_class(path, from, &class) {
+        if !f(p) {
+            return false;
+        }
+        from = p + 1;
+    }
+    true
 }
 
 #[inline]

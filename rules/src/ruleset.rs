@@ -543,6 +543,32 @@ mod tests {
     }
 
     #[test]
+    fn wide_keys_are_found_at_every_offset() {
+        // Four-byte keys after fillers of every length, at the path's end
+        // and before more bytes, with fillers made of the keys' own bytes
+        // and of bytes no key holds, and keys cut short.
+        let mut body = String::from("User-agent: *\n");
+        for i in 0..20 {
+            let key = if i % 3 == 0 { "Allow" } else { "Disallow" };
+            let tail = ["", "$", "*z"][i % 3];
+            body.push_str(&format!("{key}: /*k{i:02}x{tail}\n"));
+        }
+        let mut paths = Vec::new();
+        for i in 0..20 {
+            for fill in ["", "a", "k0", "x", "0x", "qq"] {
+                for n in 0..12 {
+                    let before = fill.repeat(n);
+                    for after in ["", "z", "yz", "k0"] {
+                        paths.push(format!("/{before}k{i:02}x{after}"));
+                        paths.push(format!("/{}k{i:02}{after}", &before[..before.len().min(n)]));
+                    }
+                }
+            }
+        }
+        agrees(&body, &paths);
+    }
+
+    #[test]
     fn many_grams_in_one_path_fall_back_to_every_rule() {
         // 100 wildcard rules keyed by three-byte grams; one path holds them
         // all, more buckets than a check tracks.

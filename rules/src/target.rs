@@ -6,17 +6,10 @@
 
 use std::borrow::Cow;
 
-use crate::bytes::{find_class, splat, zero_bytes};
+use crate::bytes::find_any;
 
-/// The bytes that can end the scan for where a path starts (`/?;#:`), as a
-/// class for [`find_class`]. `/` and `?` differ in one bit, and so do `:`
-/// and `;`, so three tests cover the five.
-#[inline]
-fn stops(w: u64) -> u64 {
-    zero_bytes((w | splat(0x10)) ^ splat(b'?'))
-        | zero_bytes((w | splat(0x01)) ^ splat(b';'))
-        | zero_bytes(w ^ splat(b'#'))
-}
+/// The bytes that can end the scan for where a path starts.
+const STOPS: [u8; 5] = [b'/', b'?', b';', b':', b'#'];
 
 /// The path, params and query of `url`, without the fragment, always
 /// starting with `/`, and cut at a NUL byte as Google's matcher cuts it.
@@ -53,9 +46,9 @@ pub fn path_of(url: &[u8]) -> Cow<'_, [u8]> {
         (if url.starts_with(b"//") { 2 } else { 0 }, false)
     };
     let path_start = loop {
-        // Host names are long runs of ordinary bytes: skip them eight at a
+        // Host names are long runs of ordinary bytes: skip them sixteen at a
         // time.
-        let Some(at) = find_class(url, i, stops) else { return Cow::Borrowed(b"/") };
+        let Some(at) = find_any(url, i, STOPS) else { return Cow::Borrowed(b"/") };
         let b = url[at];
         if b == b'/' || b == b'?' || b == b';' {
             break at;
@@ -73,7 +66,7 @@ pub fn path_of(url: &[u8]) -> Cow<'_, [u8]> {
     // The path ends at the fragment's `#` and, Google-specific, at a NUL:
     // the matcher takes the path as a C string, so only the bytes before a
     // NUL count (`/\0a` is `/`). Both cut, so the first of either ends it.
-    let end = find_class(url, path_start, |w| zero_bytes(w) | zero_bytes(w ^ splat(b'#'))).unwrap_or(url.len());
+    let end = find_any(url, path_start, [0, b'#']).unwrap_or(url.len());
     let path = &url[path_start..end];
     if path[0] == b'/' {
         Cow::Borrowed(path)

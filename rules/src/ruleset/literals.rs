@@ -59,8 +59,13 @@ fn word(bytes: &[u8], at: usize) -> u64 {
 /// zero above them.
 #[inline]
 fn partial(bytes: &[u8], at: usize, end: usize) -> u64 {
-    if at + 8 <= bytes.len() {
+    let len = bytes.len();
+    if at + 8 <= len {
         word(bytes, at) & low_mask(end - at)
+    } else if len >= 8 {
+        // The last eight bytes, shifted down past the ones before `at` (all
+        // eight when `at` is the end).
+        word(bytes, len - 8).checked_shr(8 * (at + 8 - len) as u32).unwrap_or(0) & low_mask(end - at)
     } else {
         bytes[at..end].iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b))
     }

@@ -67,11 +67,14 @@ fn mask16<const N: usize>(chunk: &[u8; 16], set: &[u8; N]) -> u32 {
 #[target_feature(enable = "sse2")]
 #[inline]
 fn mask16_sse2<const N: usize>(chunk: &[u8; 16], set: &[u8; N]) -> u32 {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x, _mm_set1_epi8, _mm_setzero_si128};
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x, _mm_set1_epi8, _mm_setzero_si128,
+    };
     let (lo, hi) = chunk.split_at(8);
     let word = |b: &[u8]| i64::from_le_bytes(b.try_into().expect("8 bytes"));
     let v = _mm_set_epi64x(word(hi), word(lo));
-    let any = set.iter().fold(_mm_setzero_si128(), |any, &c| _mm_or_si128(any, _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8))));
+    let any =
+        set.iter().fold(_mm_setzero_si128(), |any, &c| _mm_or_si128(any, _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8))));
     _mm_movemask_epi8(any) as u32
 }
 
@@ -130,7 +133,8 @@ mod tests {
                             bytes[at] = h;
                         }
                         for from in 0..=len {
-                            let first = |set: &[u8]| bytes[from..].iter().position(|b| set.contains(b)).map(|p| from + p);
+                            let first =
+                                |set: &[u8]| bytes[from..].iter().position(|b| set.contains(b)).map(|p| from + p);
                             let url = [0, b'#', b'/', b'?'];
                             assert_eq!(find_any(&bytes, from, url), first(&url), "{bytes:?} from {from}");
                             assert_eq!(find_any(&bytes, from, [0x80]), first(&[0x80]), "{bytes:?} from {from}");

@@ -336,7 +336,7 @@ impl Tables {
             self.heads.extend(plain.iter().map(|r| head(r.literal(arena))));
             None
         } else {
-            LiteralIndex::build(&mut self.slots, &mut self.bits, arena, plain).map(Box::new)
+            LiteralIndex::build(&mut self.slots, arena, plain).map(Box::new)
         };
         let gram_index = if wild.len() <= WILD_LINEAR_MAX {
             order_small(wild);
@@ -458,7 +458,7 @@ impl RuleSet {
     }
 
     pub fn heap_bytes(&self) -> usize {
-        self.literal_index.as_ref().map_or(0, |_| size_of::<LiteralIndex>())
+        self.literal_index.as_ref().map_or(0, |i| size_of::<LiteralIndex>() + i.heap_bytes())
             + self.gram_index.as_ref().map_or(0, |_| size_of::<GramIndex>())
     }
 
@@ -539,6 +539,38 @@ mod tests {
                 }
             }
         }
+        agrees(&body, &paths);
+    }
+
+    #[test]
+    fn literals_of_every_length_are_found_down_the_trie() {
+        // Literals cut from one long string at every length from 1 to 90
+        // (so nodes at every depth, lengths on each side of a word's end),
+        // some exact, one empty (`$`), next to literals that leave the
+        // string at each depth, a NUL among them. Paths are the string cut
+        // at every length, with a byte changed at word ends and beyond.
+        let long: String = (0..90).map(|i| (b'a' + (i * 7 % 26) as u8) as char).collect();
+        let long = format!("/{long}");
+        let mut body = String::from("User-agent: *\nDisallow: $\n");
+        for n in 1..=long.len() {
+            let key = if n % 3 == 0 { "Allow" } else { "Disallow" };
+            let end = if n % 4 == 0 { "$" } else { "" };
+            body.push_str(&format!("{key}: {}{end}\n", &long[..n]));
+            if n % 8 == 1 {
+                body.push_str(&format!("Allow: {}Z/\n", &long[..n]));
+                body.push_str(&format!("Disallow: {}\0q\n", &long[..n]));
+            }
+        }
+        let mut paths: Vec<String> = (1..=long.len()).map(|n| long[..n].to_string()).collect();
+        for n in [2, 7, 8, 9, 15, 16, 17, 24, 25, 40, 64, 65, 72, 88] {
+            let mut p = long.clone().into_bytes();
+            p[n] = b'Z';
+            paths.push(String::from_utf8(p.clone()).unwrap());
+            paths.push(format!("{}Z/", &long[..n]));
+            paths.push(format!("{}Z/x", &long[..n]));
+            paths.push(format!("{}x", &long[..n]));
+        }
+        paths.push(format!("{long}/more"));
         agrees(&body, &paths);
     }
 

@@ -159,7 +159,7 @@ fn tag(h: u64) -> u32 {
 /// bits of a node's hash with the top bit set (so no entry is zero, the
 /// empty slot) and, below, a byte whose bit `i` says that some literal
 /// under the node is `i + 1` bytes longer than the node's prefix. Two
-/// bytes a node keep a large file's trie in the cache and its parse fast.
+/// bytes a node keep a large file's trie in the cache.
 struct Nodes<'t>(&'t [u16]);
 
 const NODE_EMPTY: u16 = 0;
@@ -171,39 +171,32 @@ impl Nodes<'_> {
         ((h as u16) | 0x8000) & 0xFF00
     }
 
-    /// The byte of the node whose words chain to `h`, if one may exist.
-    /// Lookups stop at the first entry with the node's tag, as inserts do,
-    /// so a merged entry is found by every node merged into it.
+    /// Where the node whose words chain to `h` is, or would go: the first
+    /// entry on its probe sequence that is empty or has its tag. Lookups
+    /// and adds both stop there, so a merged entry is found by every node
+    /// merged into it.
     #[inline]
-    fn get(&self, h: u64) -> Option<u8> {
-        let table = self.0;
+    fn slot(table: &[u16], h: u64) -> usize {
         let want = Nodes::entry_tag(h);
         let mut at = home(h, table.len());
-        loop {
-            let e = table[at];
-            if e == NODE_EMPTY {
-                return None;
-            }
-            if e & 0xFF00 == want {
-                return Some(e as u8);
-            }
+        while table[at] != NODE_EMPTY && table[at] & 0xFF00 != want {
             at = if at + 1 == table.len() { 0 } else { at + 1 };
         }
+        at
+    }
+
+    /// The byte of the node whose words chain to `h`, if one may exist.
+    #[inline]
+    fn get(&self, h: u64) -> Option<u8> {
+        let e = self.0[Nodes::slot(self.0, h)];
+        (e != NODE_EMPTY).then_some(e as u8)
     }
 
     /// Adds `lengths` to the node whose words chain to `h`, adding the node
     /// if it is new.
     fn add(table: &mut [u16], h: u64, lengths: u8) {
-        let want = Nodes::entry_tag(h);
-        let mut at = home(h, table.len());
-        loop {
-            let e = table[at];
-            if e == NODE_EMPTY || e & 0xFF00 == want {
-                table[at] = want | e & 0xFF | u16::from(lengths);
-                return;
-            }
-            at = if at + 1 == table.len() { 0 } else { at + 1 };
-        }
+        let at = Nodes::slot(table, h);
+        table[at] = Nodes::entry_tag(h) | table[at] & 0xFF | u16::from(lengths);
     }
 }
 

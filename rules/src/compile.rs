@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use crate::agent_filter::AgentFilter;
 use crate::parse::{self, Directive, Handler, KeyKind};
 use crate::ruleset::{Rule, RuleSet, Tables};
 
@@ -73,6 +74,9 @@ pub(crate) struct Compiled {
     pub sets: Vec<RuleSet>,
     /// Lower-cased product token (in the arena) to rule set, sorted by token.
     pub agents: Vec<(Span, u32)>,
+    /// Which agents may be among `agents`, to answer most lookups of an
+    /// unnamed crawler without comparing a byte.
+    pub agent_filter: AgentFilter,
     pub global: Option<u32>,
     pub extras: Vec<ExtraLine>,
     /// The pattern as written, by line, where it differs from the normalised one.
@@ -254,9 +258,19 @@ impl Builder {
         }
         drop(named);
         agents.sort_unstable_by(|a, b| text(&self.arena, a.0).cmp(text(&self.arena, b.0)));
+        let agent_filter = AgentFilter::of(agents.iter().map(|a| text(&self.arena, a.0)));
         sets.shrink_to_fit();
         tables.shrink();
-        Compiled { arena: self.arena, tables, sets, agents, global, extras: self.extras, written: self.written }
+        Compiled {
+            arena: self.arena,
+            tables,
+            sets,
+            agents,
+            agent_filter,
+            global,
+            extras: self.extras,
+            written: self.written,
+        }
     }
 
     /// Adds the rule set of `groups` (group indexes, in file order).

@@ -55,6 +55,7 @@
 #![deny(missing_docs)]
 
 pub mod ai_policy;
+mod agent_filter;
 mod bytes;
 pub mod cache;
 mod compile;

@@ -133,6 +133,9 @@ impl Robots {
 
     /// The rule set of the groups that name `agent`, not falling back to `*`.
     fn named_set(&self, agent: &[u8]) -> Option<u32> {
+        if !self.inner.agent_filter.may_hold(agent) {
+            return None;
+        }
         let agents = &self.inner.agents;
         if agents.len() <= 32 {
             // Few agents, as in most files: a length test rejects nearly all

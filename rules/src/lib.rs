@@ -54,8 +54,8 @@
 
 #![deny(missing_docs)]
 
-pub mod ai_policy;
 mod agent_filter;
+pub mod ai_policy;
 mod bytes;
 pub mod cache;
 mod compile;

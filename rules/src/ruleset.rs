@@ -488,6 +488,7 @@ mod tests {
             let v = robots.check("bot", path);
             let want = reference::check(body.as_bytes(), b"bot", path.as_bytes());
             assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{path}");
+            assert_eq!(robots.is_allowed("bot", path), want.0, "is_allowed {path}");
         }
     }
 

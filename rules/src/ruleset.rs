@@ -23,7 +23,9 @@
 //! matches is the best of its bucket.
 //!
 //! All sets of one file share their tables; a set is a handful of ranges,
-//! so files with dozens of small groups stay small.
+//! so files with dozens of small groups stay small. The gram index alone
+//! keeps its own copy of its rules: it is built on the set's first check,
+//! after the shared tables are final.
 
 mod grams;
 mod literals;
@@ -264,13 +266,9 @@ pub(crate) struct Tables {
     rules: Vec<Rule>,
     /// Hash slots of the literal indexes.
     slots: Vec<u32>,
-    /// Bit sets: literal lengths present, and gram filters.
-    bits: Vec<u64>,
     /// The first eight bytes of each literal of a linear set (see
     /// [`head`]), parallel to the set's rules.
     heads: Vec<u64>,
-    /// Gram table entries: (gram, position of its bucket's first rule).
-    grams: Vec<(u32, u32)>,
     /// Rules with an empty pattern: they match everything with priority 0,
     /// which never decides a verdict, so only `explain` looks at them.
     empty: Vec<(u32, bool)>,
@@ -298,7 +296,8 @@ pub(crate) struct RuleSet {
     /// Where the heads of a linear set's rules start in [`Tables::heads`].
     heads: u32,
     /// Rules keyed by a gram (see [`Rule::is_gram_keyed`]): in precedence
-    /// order, or in gram buckets when `gram_index` is built.
+    /// order when there are few, else in no order, and `gram_index` holds
+    /// them in its buckets once it is built.
     wild: Span,
     gram_index: Option<Box<GramIndex>>,
     empty: Span,
@@ -342,7 +341,7 @@ impl Tables {
             order_small(wild);
             None
         } else {
-            Some(Box::new(GramIndex::build(&mut self.grams, &mut self.bits, arena, wild)))
+            Some(Box::default())
         };
         let e = self.empty.len();
         self.empty.extend(empty);
@@ -363,9 +362,7 @@ impl Tables {
     pub fn shrink(&mut self) {
         self.rules.shrink_to_fit();
         self.slots.shrink_to_fit();
-        self.bits.shrink_to_fit();
         self.heads.shrink_to_fit();
-        self.grams.shrink_to_fit();
         self.empty.shrink_to_fit();
         self.group_lines.shrink_to_fit();
     }
@@ -373,9 +370,7 @@ impl Tables {
     pub fn heap_bytes(&self) -> usize {
         self.rules.capacity() * size_of::<Rule>()
             + self.slots.capacity() * size_of::<u32>()
-            + self.bits.capacity() * size_of::<u64>()
             + self.heads.capacity() * size_of::<u64>()
-            + self.grams.capacity() * size_of::<(u32, u32)>()
             + self.empty.capacity() * size_of::<(u32, bool)>()
             + self.group_lines.capacity() * size_of::<u32>()
     }
@@ -422,7 +417,7 @@ impl RuleSet {
     /// The rule that decides `path`, if any rule with a non-empty pattern
     /// matches it.
     #[inline]
-    pub fn decide<'t>(&self, t: &'t Tables, arena: &[u8], path: &[u8]) -> Option<&'t Rule> {
+    pub fn decide<'t>(&'t self, t: &'t Tables, arena: &[u8], path: &[u8]) -> Option<&'t Rule> {
         let rules = &t.rules[range(self.rules)];
         let best = match &self.literal_index {
             None => {
@@ -453,13 +448,13 @@ impl RuleSet {
                 }
                 best
             }
-            Some(index) => index.decide(t, wild, arena, path, best),
+            Some(index) => index.decide(wild, rules, arena, path, best),
         }
     }
 
     pub fn heap_bytes(&self) -> usize {
         self.literal_index.as_ref().map_or(0, |i| size_of::<LiteralIndex>() + i.heap_bytes())
-            + self.gram_index.as_ref().map_or(0, |_| size_of::<GramIndex>())
+            + self.gram_index.as_ref().map_or(0, |i| size_of::<GramIndex>() + i.heap_bytes())
     }
 
     /// Every rule with a non-empty pattern; for `explain`, not the hot path.

@@ -616,9 +616,17 @@ mod tests {
         // they start with at most three bytes, and at every position when
         // more: 1, 2, 3 and 5 starting bytes, each at the path's start, in
         // its middle and in its last bytes.
+        //
+        // Padded with long literal rules, a set holds its (up to three)
+        // three-byte keys as four-byte grams instead: the same paths again.
         let firsts = ["?", ".", "&", "=", ";"];
-        for n in [1, 2, 3, 5] {
+        for (n, padded) in [1, 2, 3, 5].into_iter().flat_map(|n| [(n, false), (n, true)]) {
             let mut body = String::from("User-agent: *\nDisallow: /*wide-key\n");
+            if padded {
+                for i in 0..400 {
+                    body.push_str(&format!("Disallow: /filler/{i}/a-literal-long-enough\n"));
+                }
+            }
             for (i, f) in firsts[..n].iter().enumerate() {
                 for j in 0..12 {
                     let key = if j % 2 == 0 { "Disallow" } else { "Allow" };

@@ -23,7 +23,9 @@
 //! it probe the table and check that bucket's rules in full. Narrower keys
 //! (`?q=`, `.js`, `?`) are few and start with few distinct bytes, so they
 //! are looked for only where one of those bytes is, found eight bytes at
-//! a time: testing every width at every position cost half the scan. A
+//! a time: testing every width at every position cost half the scan. In a
+//! long set, up to three three-byte keys are instead held in the filter as
+//! every four-byte gram they begin, and the four-byte pass finds them. A
 //! rule with a literal past its first directory may also be keyed by the
 //! literal's last four bytes, which set it apart when its segments are
 //! shared (`/shop/shoes-17/*/print`). Building is
@@ -46,6 +48,15 @@ const WIDTH: usize = 4;
 const EMPTY: u32 = u32::MAX;
 /// `short_starts` when narrow keys start with more than three bytes.
 const MANY: u8 = u8::MAX;
+/// A set may hold its three-byte keys (up to three of them) in the filter
+/// as the 256 four-byte grams each begins, so that the four-byte pass
+/// finds them and the pass over the path for their first bytes is not
+/// needed (`?q=`, `.js`: about 7% of a shop-medium check). It does when
+/// its patterns are at least this many times as long as the filter grows,
+/// so that small files stay well within twice their size compiled.
+const EXPAND_THREES: usize = 2;
+/// The low three bytes of a gram.
+const LOW3: u32 = 0xFF_FFFF;
 /// At most about this many of a set's literal rules are counted when keys
 /// are chosen.
 const PLAIN_SAMPLE: usize = 1024;
@@ -74,6 +85,9 @@ struct Grams {
     /// How many of `short_firsts` are in use; [`MANY`] when there are more,
     /// and every position is tested at every width.
     short_starts: u8,
+    /// The three-byte keys held as four-byte grams (see [`EXPAND_THREES`]);
+    /// unused places repeat the first. All zero when they are not.
+    threes: [u32; 3],
     /// The highest priority of the set's wildcard rules.
     max_len: u16,
     seed: u64,
@@ -90,6 +104,13 @@ fn key(bytes: &[u8]) -> u32 {
         k |= u32::from(b) << (8 * i);
     }
     k
+}
+
+/// Filter bits for `keys` keys: one bit in 64 set, so that a path position
+/// passes by chance 1.6% of the time (at 8 bits a key, 12%, and probes cost
+/// a sixth of a check).
+fn filter_bits(keys: usize) -> usize {
+    (keys * 64).next_power_of_two().clamp(64, 1 << 20)
 }
 
 #[inline]
@@ -266,13 +287,33 @@ impl Grams {
             widths |= 1 << (best.2.clamp(1, WIDTH) - 1);
             keyed.push((best.1, *r));
         }
+        // A key narrower than four bytes is zero in its top byte. A
+        // four-byte key with a NUL there never matches (a path ends at its
+        // first NUL), so counting it as narrow costs nothing; nor does
+        // counting one with a NUL as its third byte as two bytes wide.
+        let is_three = |k: u32| k >> 24 == 0 && k >> 16 != 0;
+        let mut threes: Vec<u32> = keyed.iter().map(|&(k, _)| k).filter(|&k| is_three(k)).collect();
+        threes.sort_unstable();
+        threes.dedup();
+        let n_keys = {
+            let mut all: Vec<u32> = keyed.iter().map(|&(k, _)| k).collect();
+            all.sort_unstable();
+            all.dedup();
+            all.len()
+        };
+        let set_bytes: usize = wild.iter().chain(plain).map(|r| usize::from(r.len)).sum();
+        let grown = filter_bits(n_keys + 255 * threes.len()) - filter_bits(n_keys);
+        if !(1..=3).contains(&threes.len()) || grown / 8 * EXPAND_THREES > set_bytes {
+            threes.clear();
+        }
+        let expanded = |k: u32| threes.contains(&k);
+        if !threes.is_empty() {
+            widths = (widths & !(1 << 2)) | (1 << (WIDTH - 1));
+        }
         let mut short_firsts = [0u8; 3];
         let mut short_starts = 0u8;
         for &(k, _) in &keyed {
-            // A key narrower than four bytes is zero in its top byte. A
-            // four-byte key with a NUL there never matches (a path ends at
-            // its first NUL), so counting it as narrow costs nothing.
-            if k >> 24 != 0 || short_starts == MANY {
+            if k >> 24 != 0 || expanded(k) || short_starts == MANY {
                 continue;
             }
             let first = k as u8;
@@ -306,14 +347,20 @@ impl Grams {
 
         let n_slots = keys.len() * 2 + 1;
         let mut table = vec![(0u32, EMPTY); n_slots];
-        // One bit in 64 set: a path position passes by chance 1.6% of the
-        // time (at 8 bits a key, 12%, and probes cost a sixth of a check).
-        let filter_bits = (keys.len() * 64).next_power_of_two().clamp(64, 1 << 20);
+        let filter_bits = filter_bits(keys.len() + 255 * threes.len());
         let mut filter = vec![0u64; filter_bits / 64];
-        for (&k, &first) in keys.iter().zip(&starts) {
-            let h = mix(k, seed);
-            let bit = (h >> 32) as usize & (filter_bits - 1);
+        let mut hold = |k: u32| {
+            let bit = (mix(k, seed) >> 32) as usize & (filter_bits - 1);
             filter[bit / 64] |= 1 << (bit % 64);
+        };
+        for (&k, &first) in keys.iter().zip(&starts) {
+            hold(k);
+            if expanded(k) {
+                // With a zero top byte, the gram is the key itself: how a
+                // path's last three bytes are tested.
+                (1..=255u32).for_each(|b| hold(k | b << 24));
+            }
+            let h = mix(k, seed);
             let mut at = home(h, n_slots);
             while table[at].1 != EMPTY {
                 at = if at + 1 == n_slots { 0 } else { at + 1 };
@@ -330,6 +377,11 @@ impl Grams {
             widths,
             short_firsts,
             short_starts,
+            threes: {
+                let mut t = [threes.first().copied().unwrap_or(0); 3];
+                t[..threes.len()].copy_from_slice(&threes);
+                t
+            },
             max_len,
             seed,
         }
@@ -388,7 +440,9 @@ impl Grams {
             // One eight-byte load holds the grams of five positions: built
             // from single bytes, a gram cost more than its hash.
             let mut p = 0;
-            let mut wide_at = |word: u32| passes(word).is_none_or(|h| scan.probe(word, h));
+            let (threes, seed) = (self.threes, self.seed);
+            let mut wide_at =
+                |word: u32| passes(word).is_none_or(|h| scan.probe(word, h) && scan.probe_three(word, threes, seed));
             while p + 8 <= path.len() {
                 let w = u64::from_le_bytes(path[p..p + 8].try_into().unwrap_or_default());
                 if ![0, 8, 16, 24, 32].into_iter().all(|shift| wide_at((w >> shift) as u32)) {
@@ -401,6 +455,14 @@ impl Grams {
                     return scan.best;
                 }
                 p += 1;
+            }
+            // An expanded three-byte key as the path's last three bytes,
+            // which no four-byte gram holds: they are read zero-padded.
+            if threes[0] != 0 && path.len() >= 3 {
+                let word = key(&path[path.len() - 3..]);
+                if let Some(h) = passes(word) {
+                    scan.probe(word, h);
+                }
             }
         }
         scan.best
@@ -422,8 +484,10 @@ impl Grams {
         for p in 0..path.len() {
             let word = key(&path[p..]);
             for &m in masks {
+                // Zero-padded near the end, which is how an expanded
+                // three-byte key is found as the last three bytes.
                 if let Some(h) = passes(word & m)
-                    && !scan.probe(word & m, h)
+                    && !(scan.probe(word & m, h) && (m != u32::MAX || scan.probe_three(word, self.threes, self.seed)))
                 {
                     return scan.best;
                 }
@@ -486,6 +550,17 @@ impl Scan<'_, '_, '_> {
     }
 }
 
+impl Scan<'_, '_, '_> {
+    /// Probes the three-byte key that gram `word` begins with, if it is one
+    /// of `threes`, the keys held in the filter as four-byte grams: with
+    /// the probe of `word` itself, what the filter's bit stood for.
+    #[inline]
+    fn probe_three(&mut self, word: u32, threes: [u32; 3], seed: u64) -> bool {
+        let low = word & LOW3;
+        threes[0] == 0 || !threes.contains(&low) || self.probe(low, mix(low, seed))
+    }
+}
+
 /// Whether `f` holds at every position of `path` that holds a byte of
 /// `set`; stops at the first where it does not.
 #[inline]
@@ -540,6 +615,36 @@ mod tests {
             .collect();
         keys.sort();
         keys
+    }
+
+    #[test]
+    fn three_byte_keys_held_as_grams_are_found_everywhere() {
+        // One three-byte key among wide ones, in a set long enough to spend
+        // the filter bits: the four-byte pass must find it at the start,
+        // in the middle and as the last three bytes of a path, and not
+        // where only part of it is.
+        let filler: Vec<String> = (0..300).map(|i| format!("/filler/{i}/a-literal-long-enough")).collect();
+        let mut patterns = vec!["/*?q=", "/*?q=$", "/*wide-key", "/*other-wide"];
+        patterns.extend(filler.iter().map(String::as_str));
+        let (arena, all) = rules(&patterns);
+        let (wild, plain) = all.split_at(4);
+        let g = Grams::build(wild, plain, &arena);
+        assert_eq!(g.threes[0], key(b"?q="), "the set is long enough to hold it as grams");
+        assert_eq!(g.short_starts, 0, "no pass over the path for first bytes is left");
+        for path in
+            ["?q=", "/?q=", "/a?q=", "/a?q=1", "/ab?q=12", "/abcdefgh?q=", "/abcdefgh?q=x", "/?q", "/q=", "/?Q="]
+        {
+            let want = wild
+                .iter()
+                .filter(|r| r.matches(&arena, path.as_bytes()))
+                .fold(None::<&Rule>, |best, r| if best.is_none_or(|b| r.beats(b)) { Some(r) } else { best })
+                .map(|r| r.line());
+            let got = g.decide(&arena, path.as_bytes(), None).map(|r| r.line());
+            assert_eq!(got, want, "{path}");
+        }
+        // Without the long rules the same key keeps its pass.
+        let g = Grams::build(wild, &[], &arena);
+        assert_eq!((g.threes[0], g.short_starts), (0, 1));
     }
 
     #[test]

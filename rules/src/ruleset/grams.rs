@@ -287,45 +287,6 @@ impl Grams {
             widths |= 1 << (best.2.clamp(1, WIDTH) - 1);
             keyed.push((best.1, *r));
         }
-        // A key narrower than four bytes is zero in its top byte. A
-        // four-byte key with a NUL there never matches (a path ends at its
-        // first NUL), so counting it as narrow costs nothing; nor does
-        // counting one with a NUL as its third byte as two bytes wide.
-        let is_three = |k: u32| k >> 24 == 0 && k >> 16 != 0;
-        let mut threes: Vec<u32> = keyed.iter().map(|&(k, _)| k).filter(|&k| is_three(k)).collect();
-        threes.sort_unstable();
-        threes.dedup();
-        let n_keys = {
-            let mut all: Vec<u32> = keyed.iter().map(|&(k, _)| k).collect();
-            all.sort_unstable();
-            all.dedup();
-            all.len()
-        };
-        let set_bytes: usize = wild.iter().chain(plain).map(|r| usize::from(r.len)).sum();
-        let grown = filter_bits(n_keys + 255 * threes.len()) - filter_bits(n_keys);
-        if !(1..=3).contains(&threes.len()) || grown / 8 * EXPAND_THREES > set_bytes {
-            threes.clear();
-        }
-        let expanded = |k: u32| threes.contains(&k);
-        if !threes.is_empty() {
-            widths = (widths & !(1 << 2)) | (1 << (WIDTH - 1));
-        }
-        let mut short_firsts = [0u8; 3];
-        let mut short_starts = 0u8;
-        for &(k, _) in &keyed {
-            if k >> 24 != 0 || expanded(k) || short_starts == MANY {
-                continue;
-            }
-            let first = k as u8;
-            if !short_firsts[..usize::from(short_starts)].contains(&first) {
-                if usize::from(short_starts) == short_firsts.len() {
-                    short_starts = MANY;
-                } else {
-                    short_firsts[usize::from(short_starts)] = first;
-                    short_starts += 1;
-                }
-            }
-        }
         // Keys of different widths can be equal (`ab` and `ab\0\0`); they
         // then share a bucket, which costs a check but misses nothing, since
         // every candidate is matched in full.
@@ -340,6 +301,38 @@ impl Grams {
             }
         }
         starts.push(keyed.len() as u32);
+
+        // A key narrower than four bytes is zero in its top byte. A
+        // four-byte key with a NUL there never matches (a path ends at its
+        // first NUL), so counting it as narrow costs nothing; nor does
+        // counting one with a NUL as its third byte as two bytes wide.
+        let is_three = |k: u32| k >> 24 == 0 && k >> 16 != 0;
+        let mut threes: Vec<u32> = keys.iter().copied().filter(|&k| is_three(k)).collect();
+        let set_bytes: usize = wild.iter().chain(plain).map(|r| usize::from(r.len)).sum();
+        let grown = filter_bits(keys.len() + 255 * threes.len()) - filter_bits(keys.len());
+        if !(1..=3).contains(&threes.len()) || grown / 8 * EXPAND_THREES > set_bytes {
+            threes.clear();
+        }
+        let expanded = |k: u32| threes.contains(&k);
+        if !threes.is_empty() {
+            widths = (widths & !(1 << 2)) | (1 << (WIDTH - 1));
+        }
+        let mut short_firsts = [0u8; 3];
+        let mut short_starts = 0u8;
+        for &k in &keys {
+            if k >> 24 != 0 || expanded(k) || short_starts == MANY {
+                continue;
+            }
+            let first = k as u8;
+            if !short_firsts[..usize::from(short_starts)].contains(&first) {
+                if usize::from(short_starts) == short_firsts.len() {
+                    short_starts = MANY;
+                } else {
+                    short_firsts[usize::from(short_starts)] = first;
+                    short_starts += 1;
+                }
+            }
+        }
         for (r, k) in rules.iter_mut().zip(&keyed) {
             *r = k.1;
         }

@@ -36,7 +36,7 @@ use std::sync::OnceLock;
 
 use crate::bytes::find_any;
 
-use super::{MUL, Rule, best_in_bucket, home, mark_ends, precedence, seed};
+use super::{Rule, best_in_bucket, home, mark_ends, precedence, seed};
 
 /// Distinct buckets a check tracks before it falls back to checking every
 /// wildcard rule of the set. The list is zeroed on every check: at 64 that
@@ -75,8 +75,9 @@ struct Grams {
     /// (gram, first rule of its bucket), open addressing.
     table: Box<[(u32, u32)]>,
     filter: Box<[u64]>,
-    /// `filter` has `filter_mask + 1` bits.
-    filter_mask: u32,
+    /// `filter` has `1 << (64 - filter_shift)` bits: a gram's bit is the
+    /// top bits of its hash.
+    filter_shift: u32,
     /// Bit `w - 1` is set when some key is `w` bytes wide.
     widths: u8,
     /// The distinct first bytes of the keys narrower than [`WIDTH`], when
@@ -113,9 +114,13 @@ fn filter_bits(keys: usize) -> usize {
     (keys * 64).next_power_of_two().clamp(64, 1 << 20)
 }
 
+/// A gram's hash: its product with the set's odd random multiplier, whose
+/// top bits are a universal hash (multiply-shift). The filter takes its
+/// bit and the table its slot from them; one instruction a position fewer
+/// than xoring a seed in first.
 #[inline]
 fn mix(key: u32, seed: u64) -> u64 {
-    (u64::from(key) ^ seed).wrapping_mul(MUL)
+    u64::from(key).wrapping_mul(seed)
 }
 
 /// Calls `f` with each gram a rule may be keyed by: every four-byte window
@@ -254,7 +259,8 @@ impl Grams {
     /// indexes them. `plain`, the set's rules with a leading literal, are
     /// only counted (see the module's notes).
     fn build(wild: &[Rule], plain: &[Rule], arena: &[u8]) -> Grams {
-        let seed = seed();
+        // Odd, as a multiplier must be (see `mix`).
+        let seed = seed() | 1;
         let mut rules = wild.to_vec().into_boxed_slice();
         // Every candidate gram is a window of a pattern: their number is at
         // most the patterns' total length.
@@ -342,8 +348,9 @@ impl Grams {
         let mut table = vec![(0u32, EMPTY); n_slots];
         let filter_bits = filter_bits(keys.len() + 255 * threes.len());
         let mut filter = vec![0u64; filter_bits / 64];
+        let filter_shift = 64 - filter_bits.trailing_zeros();
         let mut hold = |k: u32| {
-            let bit = (mix(k, seed) >> 32) as usize & (filter_bits - 1);
+            let bit = (mix(k, seed) >> filter_shift) as usize;
             filter[bit / 64] |= 1 << (bit % 64);
         };
         for (&k, &first) in keys.iter().zip(&starts) {
@@ -366,7 +373,7 @@ impl Grams {
             rules,
             table: table.into_boxed_slice(),
             filter: filter.into_boxed_slice(),
-            filter_mask: (filter_bits - 1) as u32,
+            filter_shift,
             widths,
             short_firsts,
             short_starts,
@@ -430,24 +437,15 @@ impl Grams {
         // Four-byte keys need four bytes of path: no position near the end
         // can hold one.
         if self.widths & (1 << (WIDTH - 1)) != 0 {
-            // One eight-byte load holds the grams of five positions: built
-            // from single bytes, a gram cost more than its hash.
-            let mut p = 0;
             let (threes, seed) = (self.threes, self.seed);
-            let mut wide_at =
-                |word: u32| passes(word).is_none_or(|h| scan.probe(word, h) && scan.probe_three(word, threes, seed));
-            while p + 8 <= path.len() {
-                let w = u64::from_le_bytes(path[p..p + 8].try_into().unwrap_or_default());
-                if ![0, 8, 16, 24, 32].into_iter().all(|shift| wide_at((w >> shift) as u32)) {
+            let mut from = 0;
+            while let Some(p) = self.next_passing(path, from) {
+                let word = u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default());
+                let h = mix(word, seed);
+                if !(scan.probe(word, h) && scan.probe_three(word, threes, seed)) {
                     return scan.best;
                 }
-                p += 5;
-            }
-            while p + WIDTH <= path.len() {
-                if !wide_at(u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default())) {
-                    return scan.best;
-                }
-                p += 1;
+                from = p + 1;
             }
             // An expanded three-byte key as the path's last three bytes,
             // which no four-byte gram holds: they are read zero-padded.
@@ -459,6 +457,38 @@ impl Grams {
             }
         }
         scan.best
+    }
+
+    /// The first position at or after `from` whose four-byte gram passes
+    /// the filter. Most of a check's time on shop-shaped files is this
+    /// loop, so it holds nothing else: with the probes inside it, its
+    /// filter, seed and shift did not fit in registers and were read from
+    /// the stack at every position.
+    #[inline]
+    fn next_passing(&self, path: &[u8], mut p: usize) -> Option<usize> {
+        let (filter, seed, shift) = (&*self.filter, self.seed, self.filter_shift);
+        let passes = |g: u32| {
+            let bit = mix(g, seed) >> shift;
+            (filter[(bit / 64) as usize] >> (bit % 64)) & 1 != 0
+        };
+        // One eight-byte load holds the grams of five positions: built
+        // from single bytes, a gram cost more than its hash.
+        while p + 8 <= path.len() {
+            let w = u64::from_le_bytes(path[p..p + 8].try_into().unwrap_or_default());
+            for j in 0..5 {
+                if passes((w >> (8 * j)) as u32) {
+                    return Some(p + j);
+                }
+            }
+            p += 5;
+        }
+        while p + WIDTH <= path.len() {
+            if passes(u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default())) {
+                return Some(p);
+            }
+            p += 1;
+        }
+        None
     }
 
     /// The scan when narrow keys start with many different bytes: every
@@ -495,10 +525,10 @@ impl Grams {
     /// shop-shaped files.
     #[inline]
     fn filter_test<'f>(&self, filter: &'f [u64]) -> impl Fn(u32) -> Option<u64> + 'f {
-        let (seed, filter_mask) = (self.seed, self.filter_mask);
+        let (seed, filter_shift) = (self.seed, self.filter_shift);
         move |k: u32| {
             let h = mix(k, seed);
-            let bit = (h >> 32) as u32 & filter_mask;
+            let bit = h >> filter_shift;
             ((filter[(bit / 64) as usize] >> (bit % 64)) & 1 != 0).then_some(h)
         }
     }

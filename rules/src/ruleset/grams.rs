@@ -460,17 +460,14 @@ impl Grams {
     }
 
     /// The first position at or after `from` whose four-byte gram passes
-    /// the filter. Most of a check's time on shop-shaped files is this
-    /// loop, so it holds nothing else: with the probes inside it, its
+    /// the filter. This loop is the largest part of a check on shop-shaped
+    /// files, so it holds nothing else: with the probes inside it, its
     /// filter, seed and shift did not fit in registers and were read from
     /// the stack at every position.
     #[inline]
     fn next_passing(&self, path: &[u8], mut p: usize) -> Option<usize> {
-        let (filter, seed, shift) = (&*self.filter, self.seed, self.filter_shift);
-        let passes = |g: u32| {
-            let bit = mix(g, seed) >> shift;
-            (filter[(bit / 64) as usize] >> (bit % 64)) & 1 != 0
-        };
+        let test = self.filter_test(&self.filter);
+        let passes = |g: u32| test(g).is_some();
         // One eight-byte load holds the grams of five positions: built
         // from single bytes, a gram cost more than its hash.
         while p + 8 <= path.len() {
@@ -520,7 +517,7 @@ impl Grams {
     }
 
     /// The filter test of a gram: its hash if the filter may hold it. The
-    /// seed, mask and filter are copied into the closure so that a scan
+    /// seed, shift and filter are copied into the closure so that a scan
     /// keeps them in registers: the scan is a third of a check on
     /// shop-shaped files.
     #[inline]

@@ -56,6 +56,7 @@ pub fn ai_robots_txt(json: &str, known: &Catalogue) -> Result<Vec<Crawler>, Impo
             groups: Groups::Own,
             verify: Verify::default(),
             source: link.map_or_else(|| SOURCE.to_string(), |l| format!("{l} (via {SOURCE})")),
+            purpose_source: Some(SOURCE.to_string()),
         });
     }
     Ok(out)

@@ -135,6 +135,9 @@ pub struct Crawler {
     pub verify: Verify,
     /// Where the entry's facts come from.
     pub source: String,
+    /// Where its purpose comes from, when not from `source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose_source: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -170,6 +173,16 @@ pub enum CatalogueError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// The crawlers a User-Agent claims to be ([`Catalogue::claims`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Claims<'c> {
+    /// The crawler its longest standing word names, with that word.
+    pub first: Option<(&'c Crawler, &'c str)>,
+    /// Every other crawler it names, longest word first; empty for every
+    /// real crawler's User-Agent.
+    pub others: Vec<(&'c Crawler, &'c str)>,
 }
 
 /// Every known crawler, and a matcher for User-Agents that claim one.
@@ -324,23 +337,56 @@ impl Catalogue {
     /// that word, as Google's matcher reads the product token a crawler
     /// sends; identity goes by the crawler.
     pub fn claim(&self, user_agent: &str) -> Option<(&Crawler, &str)> {
+        self.claims(user_agent).first
+    }
+
+    /// Every crawler a User-Agent claims to be, by the word that claims
+    /// each: [`Catalogue::claim`]'s first, then every other crawler named by
+    /// a word that stands on its own, longest word first. A real crawler
+    /// names one operator's crawler; a User-Agent that names two
+    /// (`… Googlebot/2.1 … GPTBot/1.0`) is judged by the strictest of them,
+    /// so that no crawler escapes its group by naming another as well.
+    pub fn claims(&self, user_agent: &str) -> Claims<'_> {
         let bytes = user_agent.as_bytes();
         let word = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+        // (word index, length), the best per crawler; only a second crawler allocates.
         let mut best: Option<(usize, usize)> = None;
+        let mut more: Vec<(usize, usize)> = Vec::new();
         for m in self.finder.find_overlapping_iter(user_agent) {
             let before = m.start().checked_sub(1).map(|i| bytes[i]);
             if before.is_some_and(word) || bytes.get(m.end()).copied().is_some_and(word) {
                 continue;
             }
-            let len = m.end() - m.start();
-            if best.is_none_or(|(_, l)| len > l) {
-                best = Some((m.pattern().as_usize(), len));
+            let (w, len) = (m.pattern().as_usize(), m.end() - m.start());
+            let crawler = self.words[w].1;
+            let Some(first) = best.as_mut() else {
+                best = Some((w, len));
+                continue;
+            };
+            match std::iter::once(first).chain(more.iter_mut()).find(|(o, _)| self.words[*o].1 == crawler) {
+                Some(held) if len > held.1 => *held = (w, len),
+                Some(_) => {}
+                None => more.push((w, len)),
             }
         }
-        best.map(|(w, _)| {
+        let Some(first) = best else { return Claims::default() };
+        // The longest word leads, as `claim` has always answered.
+        let mut all = Vec::new();
+        if !more.is_empty() {
+            all.push(first);
+            all.extend(more);
+            // Stable: of words as long, the one found first leads.
+            all.sort_by_key(|&(_, len)| std::cmp::Reverse(len));
+        }
+        let at = |(w, _): (usize, usize)| {
             let (word, i) = &self.words[w];
             (&self.crawlers[*i], word.as_str())
-        })
+        };
+        if all.is_empty() {
+            return Claims { first: Some(at(first)), others: Vec::new() };
+        }
+        let mut iter = all.into_iter().map(at);
+        Claims { first: iter.next(), others: iter.collect() }
     }
 
     /// The catalogued token nearest to `token` when `token` is not one but

@@ -268,3 +268,23 @@ fn an_ai_policy_changes_no_other_crawler_s_verdict_on_the_corpus() {
     assert!(files > 1000, "{files}");
     eprintln!("{files} files, {checks} verdicts unchanged");
 }
+
+#[test]
+fn a_user_agent_naming_two_crawlers_claims_both() {
+    let c = Catalogue::builtin();
+    let tokens = |ua: &str| {
+        let claims = c.claims(ua);
+        claims.first.into_iter().chain(claims.others).map(|(c, w)| format!("{}:{w}", c.token)).collect::<Vec<_>>()
+    };
+    let two = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html) GPTBot/1.0";
+    assert_eq!(tokens(two), ["Googlebot:Googlebot", "GPTBot:GPTBot"]);
+    assert_eq!(c.claim(two).map(|(c, _)| c.token.as_str()), Some("Googlebot"), "the longest word still leads");
+    // One crawler named twice, or by two of its words, is one claim.
+    assert_eq!(tokens("msnbot/2.0b bingbot/2.0"), ["bingbot:bingbot"]);
+    assert_eq!(tokens("Googlebot/2.1 Googlebot/2.1"), ["Googlebot:Googlebot"]);
+    // A longer word containing another is one claim (`Googlebot` does
+    // not stand on its own in `Googlebot-Image`).
+    assert_eq!(tokens("Googlebot-Image/1.0"), ["Googlebot-Image:Googlebot-Image"]);
+    assert_eq!(tokens("Mozilla/5.0 ClaudeBot/1.0; GPTBot/1.1; CCBot/2.0").len(), 3);
+    assert!(tokens("Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0").is_empty());
+}

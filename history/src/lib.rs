@@ -201,10 +201,30 @@ pub struct Seen {
     pub last_seen: i64,
 }
 
-/// The `limit` bodies `site` served most recently, newest first.
+/// Records that `site`'s origin answered `status` (a 4xx: it has no
+/// robots.txt) at `at` (Unix ms). Every revision last seen before then
+/// stops being a good copy for [`latest`]; one seen again later (the file
+/// came back) is one again. Safe from many processes: the latest time wins.
+pub async fn record_removal(conn: &mut AnyConnection, site: &str, status: u16, at: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO removals (site, at, status) VALUES ($1, $2, $3) \
+         ON CONFLICT (site) DO UPDATE SET at = excluded.at, status = excluded.status WHERE removals.at < excluded.at",
+    )
+    .bind(site)
+    .bind(at)
+    .bind(i32::from(status))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// The `limit` bodies `site` served most recently, newest first, leaving
+/// out every body last seen before the origin's latest removal of its file
+/// ([`record_removal`]).
 pub async fn latest(pool: &AnyPool, site: &str, limit: i64) -> Result<Vec<Seen>, sqlx::Error> {
     let rows = sqlx::query(
         "SELECT body, COALESCE(last_seen, first_seen) AS seen FROM revisions WHERE site = $1 \
+         AND COALESCE(last_seen, first_seen) > COALESCE((SELECT at FROM removals WHERE removals.site = $1), -1) \
          ORDER BY COALESCE(last_seen, first_seen) DESC, id DESC LIMIT $2",
     )
     .bind(site)
@@ -241,6 +261,27 @@ mod tests {
             let seen = latest(&db.pool, "shop", 5).await.unwrap();
             let order: Vec<(&[u8], i64)> = seen.iter().map(|s| (s.body.as_slice(), s.last_seen)).collect();
             assert_eq!(order, vec![(b"A".as_slice(), 3_000), (b"B".as_slice(), 2_000)]);
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_removed_file_is_no_good_copy_until_it_is_seen_again() {
+        let dir = std::env::temp_dir().join(format!("history-removal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        block_on(async {
+            let db = open("h.db", &dir, Options::default()).await.unwrap();
+            let mut conn = db.pool.acquire().await.unwrap();
+            record(&mut conn, "shop", b"A", 1_000).await.unwrap();
+            record_removal(&mut conn, "shop", 404, 2_000).await.unwrap();
+            // An older removal, arriving late, moves nothing back.
+            record_removal(&mut conn, "shop", 410, 1_500).await.unwrap();
+            drop(conn);
+            assert!(latest(&db.pool, "shop", 5).await.unwrap().is_empty());
+            let mut conn = db.pool.acquire().await.unwrap();
+            record(&mut conn, "shop", b"A", 3_000).await.unwrap();
+            drop(conn);
+            assert_eq!(latest(&db.pool, "shop", 5).await.unwrap().len(), 1);
         });
         let _ = std::fs::remove_dir_all(&dir);
     }

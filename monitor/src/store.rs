@@ -366,6 +366,15 @@ impl Store {
             out.new_revision = recorded.new;
             out.revision_id = Some(recorded.id);
         }
+        // A 4xx (429 aside) says the file is gone: gateways sharing this
+        // database must not serve an older revision as a good copy.
+        if let Some(status) =
+            rec.status.and_then(|s| u16::try_from(s).ok()).filter(|s| (400..500).contains(s) && *s != 429)
+        {
+            robotsgate_history::record_removal(&mut tx, &rec.site, status, rec.at)
+                .await
+                .map_err(q("recording a removed robots.txt"))?;
+        }
         let run = record_fetch(&mut tx, rec, out.revision_id).await?;
         out.run = Some(run.clone());
 

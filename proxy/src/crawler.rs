@@ -31,6 +31,7 @@ impl Crawlers {
                 groups: Groups::default(),
                 verify: Verify::default(),
                 source: "proxy.crawlers in the config".into(),
+                purpose_source: None,
             })
             .collect();
         // A bad extra token (spaces, punctuation) could not name a group;

@@ -27,8 +27,7 @@ use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use crate::framing::{Body, content_length, list};
-use crate::gateway::{CRAWLER_FIELD, FrontedSite, Gateway, NeedsDns, UNKNOWN_HOST_BODY, Visit};
-use crate::identity::Answer;
+use crate::gateway::{Answers, CRAWLER_FIELD, FrontedSite, Gateway, NeedsDns, UNKNOWN_HOST_BODY, Visit};
 use crate::identity::signed::Signed;
 use crate::pipeline::Pipeline;
 use crate::store::State;
@@ -285,8 +284,8 @@ impl Front {
             let (plan, head_len) = match plan {
                 Plan::Verify { user_agent, client, signed } => {
                     let known = match self.gateway.claim(&user_agent) {
-                        Some(claim) => self.gateway.identity(claim, client, signed.as_ref()).await,
-                        None => None,
+                        Some(claim) => self.gateway.identity(&claim, client, signed.as_ref()).await,
+                        None => Answers::default(),
                     };
                     let closing = *watch.borrow();
                     match self.plan(&buf, closing, conn, Some(known)) {
@@ -391,7 +390,7 @@ impl Front {
     /// Reads a request head from `buf`: `None` while it is incomplete,
     /// else the plan and the head's length. `known` is verification's
     /// answer for this head's claim, once asked.
-    fn plan(&self, buf: &[u8], closing: bool, conn: Conn, known: Option<Option<Answer>>) -> Option<(Plan, usize)> {
+    fn plan(&self, buf: &[u8], closing: bool, conn: Conn, known: Option<Answers>) -> Option<(Plan, usize)> {
         let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
         let mut req = httparse::Request::new(&mut fields);
         let len = match req.parse(buf) {
@@ -411,7 +410,7 @@ impl Front {
         req: &httparse::Request<'_, '_>,
         closing: bool,
         conn: Conn,
-        known: Option<Option<Answer>>,
+        known: Option<Answers>,
     ) -> Option<Plan> {
         let (method, target) = (req.method?, req.path?);
         // A `#` cannot stand in a request target (RFC 9112 section 3.2);
@@ -484,16 +483,16 @@ impl Front {
                 let client = self.gateway.client(conn.peer, forwarded_for);
                 let signed =
                     Signed::from_request(conn.tls, method, target, req.headers.iter().map(|f| (f.name, f.value)));
-                let identity = match known {
-                    Some(answer) => answer,
-                    None => match self.gateway.identity_now(claim, client, signed.as_ref()) {
-                        Ok(answer) => answer,
+                let answers = match known {
+                    Some(answers) => answers,
+                    None => match self.gateway.identity_now(&claim, client, signed.as_ref()) {
+                        Ok(answers) => answers,
                         Err(NeedsDns) => return Some(Plan::Verify { user_agent: agent.to_string(), client, signed }),
                     },
                 };
                 Some(Logged {
                     site: Arc::clone(site),
-                    visit: self.gateway.visit(site, claim, identity, client, target.as_bytes()),
+                    visit: self.gateway.visit(site, &claim, &answers, client, target.as_bytes()),
                     method: method.to_string(),
                     target: target.to_string(),
                 })

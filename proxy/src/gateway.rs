@@ -94,12 +94,39 @@ pub const CRAWLER_FIELD: &str = "robotsgate-crawler";
 const ANONYMOUS: &str = "robotsgate-unverified";
 
 /// A request's claim to be a crawler.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Claim<'g> {
     /// The crawler claimed.
     pub crawler: &'g Crawler,
     /// The User-Agent word that claims it, as the catalogue spells it.
     pub word: &'g str,
+    /// Every other crawler the same User-Agent names, with its word. A
+    /// real crawler names one; a request that names more is judged by the
+    /// strictest of its claims ([`Gateway::visit`]).
+    pub others: Vec<(&'g Crawler, &'g str)>,
+}
+
+impl<'g> Claim<'g> {
+    /// Every crawler claimed and its word, the first first.
+    pub fn each(&self) -> impl Iterator<Item = (&'g Crawler, &'g str)> + '_ {
+        std::iter::once((self.crawler, self.word)).chain(self.others.iter().copied())
+    }
+}
+
+/// Verification's answers for a claim: one per crawler it names, in the
+/// order of [`Claim::each`]. `None`s with verification off.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Answers {
+    /// The first claim's answer.
+    pub first: Option<Answer>,
+    /// The other claims' answers.
+    pub others: Vec<Option<Answer>>,
+}
+
+impl Answers {
+    fn get(&self, i: usize) -> Option<Answer> {
+        if i == 0 { self.first } else { self.others.get(i - 1).copied().flatten() }
+    }
 }
 
 /// Reverse DNS must be asked before this claim can be answered.
@@ -114,6 +141,9 @@ pub struct Visit {
     /// What verification answered; `None` with verification off, or no
     /// client address.
     pub identity: Option<Answer>,
+    /// Every crawler the User-Agent named, when it named more than one:
+    /// the request was judged by the strictest of them (`crawler`).
+    pub claims: Vec<String>,
     /// The client address verification judged.
     pub client: Option<IpAddr>,
     /// The verdict.
@@ -147,9 +177,11 @@ impl Gateway {
         }
     }
 
-    /// The crawler a User-Agent claims to be, if any.
+    /// The crawler a User-Agent claims to be, if any, with every other
+    /// crawler it names.
     pub fn claim(&self, user_agent: &str) -> Option<Claim<'_>> {
-        self.crawlers.identify(user_agent).map(|(crawler, word)| Claim { crawler, word })
+        let claims = self.crawlers.catalogue().claims(user_agent);
+        claims.first.map(|(crawler, word)| Claim { crawler, word, others: claims.others })
     }
 
     /// The client's address: the peer's, or, when the peer is a trusted
@@ -172,22 +204,33 @@ impl Gateway {
         Some(client)
     }
 
-    /// Verification's answer from what is known now; `Err` when reverse
+    /// Verification's answers from what is known now; `Err` when reverse
     /// DNS must be asked first ([`Gateway::identity`]).
     pub fn identity_now(
         &self,
-        claim: Claim<'_>,
+        claim: &Claim<'_>,
         client: Option<IpAddr>,
         signed: Option<&Signed>,
-    ) -> Result<Option<Answer>, NeedsDns> {
-        let (Some(identity), Some(ip)) = (&self.identity, client) else { return Ok(None) };
-        identity.answer_now(claim.crawler, ip, signed).map(Some).ok_or(NeedsDns)
+    ) -> Result<Answers, NeedsDns> {
+        let (Some(identity), Some(ip)) = (&self.identity, client) else { return Ok(Answers::default()) };
+        let first = identity.answer_now(claim.crawler, ip, signed).ok_or(NeedsDns)?;
+        let others = claim
+            .others
+            .iter()
+            .map(|(c, _)| identity.answer_now(c, ip, signed).map(Some).ok_or(NeedsDns))
+            .collect::<Result<_, _>>()?;
+        Ok(Answers { first: Some(first), others })
     }
 
-    /// Verification's answer, waiting on reverse DNS at most the budget.
-    pub async fn identity(&self, claim: Claim<'_>, client: Option<IpAddr>, signed: Option<&Signed>) -> Option<Answer> {
-        let (Some(identity), Some(ip)) = (&self.identity, client) else { return None };
-        Some(identity.verify(claim.crawler, ip, signed).await.answer)
+    /// Verification's answers, waiting on reverse DNS at most the budget.
+    pub async fn identity(&self, claim: &Claim<'_>, client: Option<IpAddr>, signed: Option<&Signed>) -> Answers {
+        let (Some(identity), Some(ip)) = (&self.identity, client) else { return Answers::default() };
+        let mut answers =
+            Answers { first: Some(identity.verify(claim.crawler, ip, signed).await.answer), others: Vec::new() };
+        for (c, _) in &claim.others {
+            answers.others.push(Some(identity.verify(c, ip, signed).await.answer));
+        }
+        answers
     }
 
     /// Judges a crawler's request by its origin-form target (path and
@@ -198,38 +241,70 @@ impl Gateway {
     /// The target is judged as the origin will serve it: refused when
     /// Google's matcher disallows it as sent or in its normal form
     /// ([`rules::normal`]), so no re-spelling walks around a rule.
+    ///
+    /// A User-Agent that names several crawlers is judged as each, and the
+    /// strictest verdict stands: a refusal over a disallow over an allow.
     pub fn visit(
         &self,
         site: &FrontedSite,
-        claim: Claim<'_>,
-        identity: Option<Answer>,
+        claim: &Claim<'_>,
+        answers: &Answers,
         client: Option<IpAddr>,
         target: &[u8],
     ) -> Visit {
-        let word = claim.word;
-        let spoofed = identity == Some(Answer::Spoofed);
-        let identity_label = identity.map_or("off", Answer::as_str);
-        if spoofed && site.proxy.spoofed == Spoofed::Refuse {
-            self.metrics.crawler_requests.with_label_values(&[word, "spoofed", identity_label]).inc();
-            self.metrics.enforced.with_label_values(&[&site.name, word, "spoofed"]).inc();
-            let body = format!("this request claims to be {word} and verification says it is not\n");
-            let refusal = Some(Refusal { status: 403, headers: Vec::new(), body });
-            return Visit { crawler: word.to_string(), identity, client, allowed: false, line: None, refusal };
+        let strictness = |j: &(Visit, Option<&'static str>)| match (&j.0.refusal, j.0.allowed) {
+            (Some(_), _) => 2,
+            (None, false) => 1,
+            (None, true) => 0,
+        };
+        let mut judged = self.judge(site, claim.crawler, claim.word, answers.first, client, target);
+        for (i, (crawler, word)) in claim.others.iter().enumerate() {
+            let other = self.judge(site, crawler, word, answers.get(i + 1), client, target);
+            if strictness(&other) > strictness(&judged) {
+                judged = other;
+            }
         }
-        // The AI policy, for a claim that is not known to be false.
-        if !spoofed
-            && let Some(refusal) = site.proxy.ai_policy.as_ref().and_then(|p| crate::ai::refusal(p, claim.crawler))
-        {
-            self.metrics.crawler_requests.with_label_values(&[word, "ai-policy", identity_label]).inc();
-            self.metrics.enforced.with_label_values(&[&site.name, word, "ai-policy"]).inc();
-            return Visit {
-                crawler: word.to_string(),
-                identity,
-                client,
-                allowed: false,
-                line: None,
-                refusal: Some(refusal),
-            };
+        let (mut visit, enforced) = judged;
+        if !claim.others.is_empty() {
+            visit.claims = claim.each().map(|(_, w)| w.to_string()).collect();
+        }
+        let identity_label = visit.identity.map_or("off", Answer::as_str);
+        let verdict = match enforced {
+            Some(reason @ ("spoofed" | "ai-policy")) => reason,
+            _ if visit.allowed => "allow",
+            _ => "disallow",
+        };
+        self.metrics.crawler_requests.with_label_values(&[&visit.crawler, verdict, identity_label]).inc();
+        if let Some(reason) = enforced {
+            self.metrics.enforced.with_label_values(&[&site.name, &visit.crawler, reason]).inc();
+        }
+        visit
+    }
+
+    /// One claim's verdict, and the reason enforcement refuses it, if it
+    /// does; counts nothing.
+    fn judge(
+        &self,
+        site: &FrontedSite,
+        crawler: &Crawler,
+        word: &str,
+        identity: Option<Answer>,
+        client: Option<IpAddr>,
+        target: &[u8],
+    ) -> (Visit, Option<&'static str>) {
+        let spoofed = identity == Some(Answer::Spoofed);
+        let visit = |allowed, line, refusal| Visit {
+            crawler: word.to_string(),
+            identity,
+            claims: Vec::new(),
+            client,
+            allowed,
+            line,
+            refusal,
+        };
+        if spoofed && site.proxy.spoofed == Spoofed::Refuse {
+            let body = format!("this request claims to be {word} and verification says it is not\n");
+            return (visit(false, None, Some(Refusal { status: 403, headers: Vec::new(), body })), Some("spoofed"));
         }
         let judged_as = if spoofed && site.proxy.spoofed == Spoofed::Tag { ANONYMOUS } else { word };
         let state = self.store.state(&site.name);
@@ -242,14 +317,24 @@ impl Gateway {
             // No file (4xx) or no good copy yet: nothing restricts crawling.
             State::NoFile(_) | State::Unknown => (true, None),
         };
-        let verdict = if allowed { "allow" } else { "disallow" };
-        self.metrics.crawler_requests.with_label_values(&[word, verdict, identity_label]).inc();
+        // The AI policy, for a claim that is not known to be false. The
+        // policy's groups are in the served file, and where the owner wrote
+        // a group of their own for the crawler, the owner's lines stand in
+        // it: so the served file decides which paths are refused, and the
+        // policy how. With no file served, the policy alone decides.
+        let served = matches!(&*state, State::Serve(_));
+        if !spoofed
+            && (!allowed || !served)
+            && let Some(refusal) = site.proxy.ai_policy.as_ref().and_then(|p| crate::ai::refusal(p, crawler))
+        {
+            return (visit(false, line, Some(refusal)), Some("ai-policy"));
+        }
         let refusal = (!allowed && site.proxy.enforce).then(|| {
-            self.metrics.enforced.with_label_values(&[&site.name, word, "robots"]).inc();
             let body = format!("robots.txt of this site disallows this URL for {word}\n");
             Refusal { status: 403, headers: Vec::new(), body }
         });
-        Visit { crawler: word.to_string(), identity, client, allowed, line, refusal }
+        let enforced = refusal.is_some().then_some("robots");
+        (visit(allowed, line, refusal), enforced)
     }
 
     /// Writes the structured log line of a crawler's request, once its
@@ -261,6 +346,7 @@ impl Gateway {
             "method": method,
             "url": target,
             "identity": visit.identity.map(Answer::as_str),
+            "claims": (!visit.claims.is_empty()).then_some(&visit.claims),
             "client": visit.client,
             "verdict": if visit.allowed { "allow" } else { "disallow" },
             "line": visit.line,

@@ -200,11 +200,11 @@ impl ProxyHttp for Pipeline {
         let target = req.uri.path_and_query().map_or("/", |p| p.as_str());
         let fields = req.headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes()));
         let signed = Signed::from_request(tls, req.method.as_str(), target, fields);
-        let identity = match self.0.identity_now(claim, client, signed.as_ref()) {
-            Ok(answer) => answer,
-            Err(_) => self.0.identity(claim, client, signed.as_ref()).await,
+        let answers = match self.0.identity_now(&claim, client, signed.as_ref()) {
+            Ok(answers) => answers,
+            Err(_) => self.0.identity(&claim, client, signed.as_ref()).await,
         };
-        let visit = self.0.visit(&site, claim, identity, client, session.req_header().raw_path());
+        let visit = self.0.visit(&site, &claim, &answers, client, session.req_header().raw_path());
         let refusal = visit.refusal.clone();
         ctx.visit = Some(visit);
         if let Some(r) = refusal {

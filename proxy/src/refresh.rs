@@ -273,14 +273,14 @@ impl Refresher {
             },
             Policy::AllowAll(Reason::ClientError(status)) => {
                 tracing::info!(site = %site.name, status, "origin has no robots.txt; honouring it");
-                self.store.forget(&site.name);
-                self.store.set(&site.name, State::NoFile(status));
+                self.remove(site, status, now);
+                health.ai_conflicts = no_file_conflicts(site, status);
                 "no-file"
             }
             Policy::AllowAll(_) => {
                 // Too many redirects: Google treats the file as missing too.
-                self.store.forget(&site.name);
-                self.store.set(&site.name, State::NoFile(outcome.status.unwrap_or(404)));
+                self.remove(site, outcome.status.unwrap_or(404), now);
+                health.ai_conflicts = no_file_conflicts(site, outcome.status.unwrap_or(404));
                 "redirects"
             }
             Policy::DisallowAll(reason) => self.fall_back(
@@ -298,6 +298,19 @@ impl Refresher {
         let failing = !matches!(label, "ok" | "no-file" | "redirects");
         if failing && !matches!(&*self.store.state(&site.name), State::Serve(_)) {
             self.adopt_shared(site).await;
+        }
+    }
+
+    /// The origin has no file (it answered `status`): the good copy goes
+    /// from memory, from disk and, for every gateway sharing it, from the
+    /// database, so that neither a restart nor a replica brings it back.
+    fn remove(&self, site: &SiteRobots, status: u16, at: SystemTime) {
+        self.store.forget(&site.name);
+        self.store.set(&site.name, State::NoFile(status));
+        if let Some(shared) = &self.shared {
+            // Off the refresh loop, as saving is: a slow database delays no site.
+            let (shared, name) = (Arc::clone(shared), site.name.clone());
+            tokio::spawn(async move { shared.remove(&name, status, at).await });
         }
     }
 
@@ -421,6 +434,18 @@ impl Refresher {
                 robotsgate_fetch::unreachable(rules::TransportError::Tls)
             }
         }
+    }
+}
+
+/// What `/status` says of an AI policy while the origin has no file: the
+/// origin's 4xx passes through, so crawlers read no policy groups, while
+/// enforcement (if on) still refuses the crawlers the policy denies.
+fn no_file_conflicts(site: &SiteRobots, status: u16) -> Vec<String> {
+    match &site.proxy.ai_policy {
+        Some(p) if p.enforce != robotsgate_config::AiEnforce::Off => vec![format!(
+            "the origin has no robots.txt ({status}), so crawlers read none of the policy's groups; enforcement refuses the crawlers it denies all the same"
+        )],
+        _ => Vec::new(),
     }
 }
 

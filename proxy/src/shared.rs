@@ -134,6 +134,26 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// Records that `site`'s origin has no robots.txt any more (it answered
+    /// `status`, a 4xx, at `at`), so that no gateway, after a restart or as
+    /// another replica, brings the old copy back from the database.
+    pub async fn remove(&self, site: &str, status: u16, at: SystemTime) {
+        self.written.lock().unwrap_or_else(|e| e.into_inner()).remove(site);
+        let Some(db) = self.db().await else { return };
+        let millis = i64::try_from(at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()).unwrap_or(i64::MAX);
+        let write = async {
+            let mut conn = db.pool.acquire().await?;
+            robotsgate_history::record_removal(&mut conn, site, status, millis).await
+        };
+        match tokio::time::timeout(CALL_TIMEOUT, write).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => self.failed("recording a removed robots.txt", e.to_string()).await,
+            Err(_) => self.failed("recording a removed robots.txt", "timed out".into()).await,
+        }
+    }
+}
+
 fn from_millis(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }

@@ -57,9 +57,13 @@ fn run(fast_path: bool) {
     owner.set_robots(
         "User-agent: *\nContent-Signal: ai-train=yes\nDisallow: /private\n\nUser-agent: GPTBot\nAllow: /\n",
     );
+    // A third whose owner lets GPTBot into one folder, on an enforcing site.
+    let folder = Echo::start();
+    folder.set_robots("User-agent: *\nDisallow: /private\n\nUser-agent: GPTBot\nAllow: /public/\nDisallow: /\n");
     let more = format!(
-        "  - name: owner\n    proxy:\n      hosts: [owner.test]\n      origin: {}\n      ai_policy: {{ ai-training: deny }}\n",
-        owner.addr
+        "  - name: owner\n    proxy:\n      hosts: [owner.test]\n      origin: {}\n      ai_policy: {{ ai-training: deny }}\n\
+         \x20 - name: folder\n    proxy:\n      hosts: [folder.test]\n      origin: {}\n      ai_policy: {{ ai-training: deny, enforce: refuse }}\n",
+        owner.addr, folder.addr
     );
     let admin = free_port();
     let (yaml, addr) = config_with(echo.addr, fast_path, &more, admin);
@@ -144,6 +148,35 @@ fn run(fast_path: bool) {
     let served = get(addr, "owner.test", "/robots.txt", BROWSER).text();
     assert!(served.contains("User-agent: ClaudeBot") && !served.contains("Content-Signal: search=yes"), "{served}");
     assert!(rules::Robots::parse(served.as_bytes()).crawler("GPTBot").is_allowed("/page"), "the owner's group stands");
+
+    // Enforcement agrees with the served file on every path: the owner's
+    // `Allow: /public/` lets GPTBot in there, and nowhere else; /status
+    // names the owner's line.
+    assert!(eventually(20, || get(addr, "folder.test", "/robots.txt", BROWSER).text().contains("Content-Signal")));
+    let served = rules::Robots::parse(get(addr, "folder.test", "/robots.txt", BROWSER).body.as_slice());
+    for path in ["/public/a.html", "/public/", "/private", "/", "/other/page"] {
+        let allowed = served.crawler("GPTBot").is_allowed(path);
+        let status = get(addr, "folder.test", path, "GPTBot/1.1").status;
+        assert_eq!(status, if allowed { 200 } else { 403 }, "GPTBot on {path}: the served file says {allowed}");
+    }
+    assert_eq!(get(addr, "folder.test", "/public/a.html", "GPTBot/1.1").status, 200);
+    let folder_conflicts = || {
+        status()["sites"]
+            .as_array()
+            .and_then(|sites| sites.iter().find(|s| s["site"] == "folder").cloned())
+            .map(|s| s["ai_policy_conflicts"].to_string())
+            .unwrap_or_default()
+    };
+    assert!(eventually(20, || folder_conflicts().contains("line 5")), "{}", status());
+    assert!(folder_conflicts().contains("/public/"), "{}", folder_conflicts());
+
+    // A User-Agent naming a search crawler and an AI crawler is judged by
+    // the stricter: `Googlebot/2.1` buys GPTBot nothing.
+    let both = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html) GPTBot/1.0";
+    let r = get(addr, "shop.test", "/page", both);
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(r.text().contains("GPTBot"), "{}", r.text());
+    assert_eq!(get(addr, "shop.test", "/page", "Mozilla/5.0 (compatible; Googlebot/2.1)").status, 200);
 }
 
 #[test]

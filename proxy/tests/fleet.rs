@@ -16,6 +16,17 @@ const ROBOTS: &str = "User-agent: *\nDisallow: /private/\n";
 /// A gateway for `shop.test` in front of `origin`, with its own empty
 /// state directory and, if given, the shared `database`.
 fn replica(dir: &Path, origin: SocketAddr, database: Option<&str>, fast: bool) -> (Proc, SocketAddr) {
+    let (proc, addr, _) = replica_config(dir, origin, database, fast);
+    (proc, addr)
+}
+
+/// [`replica`], and its config file, to start it again from.
+fn replica_config(
+    dir: &Path,
+    origin: SocketAddr,
+    database: Option<&str>,
+    fast: bool,
+) -> (Proc, SocketAddr, std::path::PathBuf) {
     let (listen, admin) = (free_port(), free_port());
     let database = database.map(|d| format!("database: \"{d}\"\n")).unwrap_or_default();
     let yaml = format!(
@@ -35,7 +46,7 @@ sites:
     let cfg = dir.join(format!("config-{listen}.yaml"));
     std::fs::write(&cfg, yaml).expect("config");
     let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
-    (spawn_proxy(&cfg, &[addr]), addr)
+    (spawn_proxy(&cfg, &[addr]), addr, cfg)
 }
 
 fn robots(addr: SocketAddr) -> Option<Response> {
@@ -92,6 +103,58 @@ fn a_new_replica_serves_the_fleets_copy_through_an_outage_on_postgres() {
 #[test]
 fn a_new_replica_serves_the_fleets_copy_through_an_outage_on_sqlite() {
     a_new_replica_serves_the_fleets_copy_through_an_outage(Db::Sqlite);
+}
+
+/// The origin deletes its file (404: everything allowed), then fails. A
+/// gateway restarted during the failure, on its own disk, and a new
+/// replica on an empty one, must not bring the deleted file back as
+/// `last-good`: the 4xx took it from disk and from the database.
+fn a_deleted_file_stays_deleted(db: Db, fast: bool) {
+    let dir = temp_dir(&format!("fleet-deleted-{db:?}-{fast}"));
+    let Some(database) = fresh_database(db, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(ROBOTS));
+    let (mut a, addr, cfg) = replica_config(&dir, origin.addr, Some(&database), fast);
+    assert!(eventually(20, || serves(addr, "origin")), "{db:?}: never learnt robots.txt");
+    let stored = eventually(20, || scalar(&database, "SELECT COUNT(*) FROM revisions WHERE site = 'shop'") == 1);
+    assert!(stored, "{db:?}: the copy was not shared");
+
+    origin.set("/robots.txt", Reply::status(404));
+    assert!(eventually(20, || robots(addr).is_some_and(|r| r.status == 404)), "{db:?}: the 404 was not honoured");
+    let removed = eventually(20, || scalar(&database, "SELECT COUNT(*) FROM removals WHERE site = 'shop'") == 1);
+    assert!(removed, "{db:?}: the removal was not shared");
+
+    origin.set("/robots.txt", Reply::status(503));
+    a.kill();
+    let _restarted = spawn_proxy(&cfg, &[addr]);
+    let (_b, b_addr) = replica(&dir, origin.addr, Some(&database), fast);
+    // Several refresh intervals: each sees the 503 and looks for a copy.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    for (who, at) in [("the restarted gateway", addr), ("a new replica", b_addr)] {
+        let r = robots(at).expect("an answer");
+        assert_eq!(
+            (r.status, r.header("X-Robots-Source").map(str::to_string)),
+            (503, None),
+            "{db:?}, fast {fast}: {who} brought the deleted file back: {}",
+            r.text()
+        );
+    }
+
+    // The file comes back: served and shared again.
+    origin.set("/robots.txt", Reply::ok(ROBOTS));
+    assert!(eventually(20, || serves(b_addr, "origin")), "{db:?}");
+}
+
+#[test]
+fn a_deleted_file_stays_deleted_on_sqlite() {
+    a_deleted_file_stays_deleted(Db::Sqlite, true);
+    a_deleted_file_stays_deleted(Db::Sqlite, false);
+}
+
+#[test]
+fn a_deleted_file_stays_deleted_on_postgres() {
+    a_deleted_file_stays_deleted(Db::Postgres, true);
+    a_deleted_file_stays_deleted(Db::Postgres, false);
 }
 
 /// A database that refuses connections, or accepts them and never answers,

@@ -27,7 +27,7 @@ const REAL: &str = "127.0.0.2";
 const SPOOFER: &str = "127.0.0.3";
 const PROXY: &str = "127.0.0.5";
 
-const ROBOTS: &str = "User-agent: *\nDisallow: /private\n\nUser-agent: Googlebot\nAllow: /\nDisallow: /nogoogle\n\nUser-agent: Google-Extended\nDisallow: /\n";
+const ROBOTS: &str = "User-agent: *\nDisallow: /private\n\nUser-agent: Googlebot\nAllow: /\nDisallow: /nogoogle\n\nUser-agent: Google-Extended\nDisallow: /\n\nUser-agent: bingbot\nDisallow: /nobing\n";
 
 const SIGNERBOT: &str = "Mozilla/5.0 (compatible; SignerBot/1.0; +https://signer.test/bot)";
 const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
@@ -218,6 +218,23 @@ fn run(fast_path: bool) {
     assert_eq!(g.get(PROXY, "refuse.test", "/rdns", &xff("66.249.66.4")).status, 403);
     // A second time, from the cache.
     assert_eq!(g.get(PROXY, "refuse.test", "/rdns2", &xff("66.249.66.1")).status, 200);
+
+    // A crawler that reads Googlebot's group when it has none of its own
+    // is verified as Googlebot, though `only` does not name it: a claim
+    // from anywhere would otherwise be judged by Googlebot's group.
+    let image = [("User-Agent", "Googlebot-Image/1.0")];
+    assert_eq!(g.get(SPOOFER, "tag.test", "/private", &image).status, 403, "a spoofed Googlebot-Image");
+    assert_eq!(g.get(SPOOFER, "refuse.test", "/image", &image).status, 403);
+    let r = g.get(REAL, "tag.test", "/private", &image);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(tag_seen(&echo, "/private").as_deref(), Some("Googlebot-Image; identity=verified"));
+
+    // A User-Agent that names two crawlers is judged by the strictest:
+    // adding `Googlebot/2.1` wins a disallowed crawler nothing.
+    let both = [("User-Agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html) bingbot/2.0")];
+    assert_eq!(g.get(REAL, "tag.test", "/nobing", &both).status, 403, "bingbot's group disallows /nobing");
+    assert_eq!(g.get(REAL, "tag.test", "/nogoogle", &both).status, 403);
+    assert_eq!(g.get(REAL, "tag.test", "/both-ok", &both).status, 200);
 
     // A crawler this gateway does not verify (`only`): unverifiable, never
     // spoofed, and judged by its claim.
@@ -530,6 +547,20 @@ fn pending_run(fast_path: bool) {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(tag_seen(&echo, "/pending").as_deref(), Some("Googlebot; identity=pending"));
     assert!(took < std::time::Duration::from_secs(2), "waited {took:?} for a 300ms budget");
+    // Once the lookup has failed (dns_timeout, 2s), the failure is kept
+    // as pending: later requests from the address wait for nothing.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    for i in 0..3 {
+        let started = std::time::Instant::now();
+        let r = g.get(PROXY, "refuse.test", &format!("/again{i}"), &headers);
+        let took = started.elapsed();
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(tag_seen(&echo, &format!("/again{i}")).as_deref(), Some("Googlebot; identity=pending"));
+        assert!(
+            took < std::time::Duration::from_millis(150),
+            "request {i} waited {took:?}: DNS is down, and known to be"
+        );
+    }
     // Ranges still verify without DNS.
     assert_eq!(g.get(REAL, "refuse.test", "/ranged", &[("User-Agent", GOOGLEBOT)]).status, 200);
     assert_eq!(tag_seen(&echo, "/ranged").as_deref(), Some("Googlebot; identity=verified"));

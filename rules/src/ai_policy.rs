@@ -115,10 +115,22 @@ impl AiPolicy {
         let mut fresh: Vec<&str> = Vec::new();
         for token in denied {
             if named.contains(&token.to_ascii_lowercase()) {
-                if robots.crawler(token).is_allowed("/") {
+                let agent = robots.crawler(token);
+                if agent.is_allowed("/") {
                     conflicts.push(format!(
                         "the origin's own group for {token} lets it crawl `/`; the policy denies its purpose, and the owner's group stands"
                     ));
+                } else {
+                    // `/` is closed, but an Allow opens part of the site:
+                    // the owner's line decides there, in the served file
+                    // and at the gateway alike.
+                    for rule in agent.rules().iter().filter(|r| r.kind == crate::RuleKind::Allow) {
+                        conflicts.push(format!(
+                            "line {}: the origin's own group for {token} allows `{}`; the policy denies its purpose, and the owner's line stands there, in the served file and in enforcement",
+                            rule.line,
+                            String::from_utf8_lossy(rule.written)
+                        ));
+                    }
                 }
             } else if !fresh.iter().any(|t| t.eq_ignore_ascii_case(token)) {
                 fresh.push(token);
@@ -264,6 +276,15 @@ mod tests {
         assert!(
             c.conflicts.iter().any(|m| m.contains("GPTBot")) && c.conflicts.iter().any(|m| m.contains("ai-train=yes"))
         );
+    }
+
+    #[test]
+    fn an_owner_s_allow_under_a_closed_root_is_named_with_its_line() {
+        let origin = b"User-agent: GPTBot\nAllow: /public/\nDisallow: /\n";
+        let c = policy().compile(&["GPTBot"], origin);
+        assert_eq!(c.conflicts.len(), 1, "{:?}", c.conflicts);
+        assert!(c.conflicts[0].starts_with("line 2:") && c.conflicts[0].contains("`/public/`"), "{:?}", c.conflicts);
+        assert!(policy().compile(&["GPTBot"], b"User-agent: GPTBot\nDisallow: /\n").conflicts.is_empty());
     }
 
     #[test]

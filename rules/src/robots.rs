@@ -276,6 +276,17 @@ impl<'r> Agent<'r> {
         Some(GroupChoice { global: set.global, lines: set.group_lines(&self.robots.compiled().tables) })
     }
 
+    /// Every rule of the chosen group with a non-empty pattern, in file
+    /// order. Slow; for reports.
+    pub fn rules(&self) -> Vec<RuleRef<'r>> {
+        let Some(set_index) = self.set else { return Vec::new() };
+        let c = self.robots.compiled();
+        let mut out: Vec<RuleRef<'r>> =
+            self.robots.set(set_index).rules(&c.tables).map(|r| self.robots.rule_ref(r)).collect();
+        out.sort_by_key(|r| r.line);
+        out
+    }
+
     /// Every rule of the chosen group that matches `path`, in precedence
     /// order, empty patterns last. Slow; for `explain`.
     pub fn matching_rules(&self, path: &[u8]) -> Vec<RuleRef<'r>> {

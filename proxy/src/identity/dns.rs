@@ -18,6 +18,11 @@ use hickory_resolver::proto::rr::{Name, RData};
 const MAX_TTL: Duration = Duration::from_secs(3600);
 /// How long a failed lookup (no PTR, a timeout) is remembered.
 const FAILED_TTL: Duration = Duration::from_secs(60);
+/// How long DNS itself failing (a timeout, a refusal, nothing listening)
+/// is remembered for an address: its requests go on as `pending` at once
+/// meanwhile, so an outage costs one wait of the budget per address per
+/// this interval, not one per request.
+pub const DOWN_TTL: Duration = Duration::from_secs(30);
 /// Most PTR names checked for one address.
 const MAX_NAMES: usize = 4;
 /// Most addresses cached; past it the cache is emptied (simple and bounded).
@@ -36,7 +41,8 @@ pub enum Names {
 
 #[derive(Debug)]
 struct Cached {
-    names: Arc<Vec<String>>,
+    /// `None`: DNS failed; the address is `pending` until `until`.
+    names: Option<Arc<Vec<String>>>,
     until: Instant,
 }
 
@@ -102,23 +108,34 @@ impl Dns {
         })
     }
 
-    /// The cached answer for `ip`, if fresh.
-    pub fn cached(&self, ip: IpAddr) -> Option<Arc<Vec<String>>> {
+    /// The cached answer for `ip`, if fresh: its names, or `Pending` while
+    /// a DNS failure for it is remembered.
+    pub fn cached(&self, ip: IpAddr) -> Option<Names> {
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.get(&ip).filter(|c| c.until > Instant::now()).map(|c| Arc::clone(&c.names))
+        cache
+            .get(&ip)
+            .filter(|c| c.until > Instant::now())
+            .map(|c| c.names.as_ref().map_or(Names::Pending, |n| Names::Known(Arc::clone(n))))
     }
 
     /// Puts `names` in the cache for `ip` for `ttl`, as a lookup would;
     /// for benchmarks of the cached path, which need no DNS server.
     pub fn remember(&self, ip: IpAddr, names: Vec<String>, ttl: Duration) {
+        self.keep(ip, Some(Arc::new(names)), ttl);
+    }
+
+    fn keep(&self, ip: IpAddr, names: Option<Arc<Vec<String>>>, ttl: Duration) {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.insert(ip, Cached { names: Arc::new(names), until: Instant::now() + ttl });
+        if cache.len() >= MAX_CACHED {
+            cache.clear();
+        }
+        cache.insert(ip, Cached { names, until: Instant::now() + ttl });
     }
 
     /// The forward-confirmed names of `ip`, waiting at most the budget.
     pub async fn names(self: &Arc<Self>, ip: IpAddr) -> Names {
         if let Some(names) = self.cached(ip) {
-            return Names::Known(names);
+            return names;
         }
         // One lookup per address at a time, and a bound on all of them.
         if !self.asking.lock().unwrap_or_else(|e| e.into_inner()).insert(ip) {
@@ -133,21 +150,13 @@ impl Dns {
         let task = runtime.spawn(async move {
             let (names, ttl) = me.confirm(ip).await;
             let names = Arc::new(names);
-            if ttl.is_zero() {
-                me.asking.lock().unwrap_or_else(|e| e.into_inner()).remove(&ip);
-                drop(permit);
-                return None;
-            }
-            {
-                let mut cache = me.cache.lock().unwrap_or_else(|e| e.into_inner());
-                if cache.len() >= MAX_CACHED {
-                    cache.clear();
-                }
-                cache.insert(ip, Cached { names: Arc::clone(&names), until: Instant::now() + ttl });
-            }
+            // DNS itself failed: remembered as pending for a while, so the
+            // next requests from this address do not wait on it again.
+            let known = !ttl.is_zero();
+            me.keep(ip, known.then(|| Arc::clone(&names)), if known { ttl } else { DOWN_TTL });
             me.asking.lock().unwrap_or_else(|e| e.into_inner()).remove(&ip);
             drop(permit);
-            Some(names)
+            known.then_some(names)
         });
         match tokio::time::timeout(self.budget, task).await {
             Ok(Ok(Some(names))) => Names::Known(names),
@@ -161,8 +170,8 @@ impl Dns {
             Ok(l) => l,
             // No PTR record: an answer, remembered a while.
             Err(e) if e.is_no_records_found() => return (Vec::new(), FAILED_TTL),
-            // DNS itself failed (timeout, refused): no answer; asked again
-            // by the next request.
+            // DNS itself failed (timeout, refused): no answer; remembered
+            // as pending for `DOWN_TTL`, then asked again.
             Err(_) => return (Vec::new(), Duration::ZERO),
         };
         let mut ttl = ptr.valid_until().saturating_duration_since(Instant::now()).min(MAX_TTL);

@@ -189,16 +189,40 @@ impl<T: Table> Feed<T> {
         if !(self.source.starts_with("http://") || self.source.starts_with("https://")) {
             return tokio::fs::read(&self.source).await.map_err(|e| FeedError::Fetch(format!("{}: {e}", self.source)));
         }
-        let response = client.get(&self.source).send().await.map_err(|e| FeedError::Fetch(e.to_string()))?;
+        let response = client.get(&self.source).send().await.map_err(|e| FeedError::Fetch(fetch_error(&e)))?;
         let status = response.status();
         if !status.is_success() {
             return Err(FeedError::Fetch(format!("answered {}", status.as_u16())));
         }
-        let body = response.bytes().await.map_err(|e| FeedError::Fetch(e.to_string()))?;
+        let body = response.bytes().await.map_err(|e| FeedError::Fetch(fetch_error(&e)))?;
         if body.len() > MAX_FEED_BYTES {
             return Err(FeedError::Fetch(format!("{} bytes; feeds are read up to {MAX_FEED_BYTES}", body.len())));
         }
         Ok(body.to_vec())
+    }
+}
+
+/// A failed fetch in words an operator can act on: `timeout` for a
+/// timeout, else what failed and the innermost cause, not reqwest's
+/// "error sending request for url".
+pub fn fetch_error(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        return "timeout".to_string();
+    }
+    let mut cause = std::error::Error::source(e);
+    while let Some(next) = cause.and_then(std::error::Error::source) {
+        cause = Some(next);
+    }
+    let what = if e.is_connect() {
+        "cannot connect"
+    } else if e.is_body() || e.is_decode() {
+        "the body could not be read"
+    } else {
+        "the request failed"
+    };
+    match cause {
+        Some(cause) => format!("{what}: {cause}"),
+        None => what.to_string(),
     }
 }
 
@@ -218,6 +242,28 @@ pub async fn keep_fresh<T: Table>(feeds: Vec<Arc<Feed<T>>>, client: reqwest::Cli
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A feed server that accepts and never answers: `/status` says
+    /// `timeout`; one that refuses says it cannot connect.
+    #[test]
+    fn a_feed_that_times_out_says_timeout() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/feed.json", silent.local_addr().unwrap());
+        let client = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();
+        let feed: Feed = Feed::new(&url, None);
+        let e = rt.block_on(feed.refresh(&client)).unwrap_err();
+        assert_eq!(e, FeedError::Fetch("timeout".into()));
+        assert_eq!(feed.status().last_error.as_deref(), Some("timeout"));
+        drop(silent);
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/feed.json", closed.local_addr().unwrap());
+        drop(closed);
+        let feed: Feed = Feed::new(&url, None);
+        let e = rt.block_on(feed.refresh(&client)).unwrap_err().to_string();
+        assert!(e.starts_with("cannot connect"), "{e}");
+        assert!(!e.contains("error sending request"), "{e}");
+    }
 
     #[test]
     fn the_feed_shape() {

@@ -83,6 +83,41 @@ pub struct Verdict {
     pub why: String,
 }
 
+/// The crawlers whose ways to verify a claim to be `crawler` are tried,
+/// in order, until one can answer; empty when `only` leaves it unverified.
+///
+/// A crawler that reads another's group when it has none of its own
+/// (`Googlebot-Image` reads `Googlebot`'s) is verified whenever that other
+/// crawler is, and as that crawler when its own ways cannot answer (none
+/// published, feeds not loaded) or `only` does not name it: otherwise
+/// anyone could claim it and be judged by the verified crawler's group.
+fn verified_as<'c>(
+    catalogue: &'c Catalogue,
+    only: Option<&[String]>,
+    crawler: &'c Crawler,
+) -> impl Iterator<Item = &'c Crawler> {
+    let listed = |c: &Crawler| only.is_none_or(|o| o.iter().any(|t| t.eq_ignore_ascii_case(&c.token)));
+    let own = listed(crawler).then_some(crawler);
+    let mut parent = None;
+    let mut at = crawler;
+    // The chain is short (one step in the built-in catalogue); the bound
+    // stops config entries that fall back to each other.
+    for _ in 0..8 {
+        let up = match (&at.groups, rules::crawlers::choice(&at.token)) {
+            (robotsgate_crawlers::Groups::FallsBackTo(p), _) => p.as_str(),
+            (_, rules::crawlers::Choice::FallsBackTo(p)) => p,
+            _ => break,
+        };
+        let Some(next) = catalogue.get(up) else { break };
+        if listed(next) {
+            parent = Some(next);
+            break;
+        }
+        at = next;
+    }
+    own.into_iter().chain(parent)
+}
+
 /// Feeds and DNS, for every crawler of the catalogue.
 #[derive(Debug)]
 pub struct Identity {
@@ -110,6 +145,8 @@ enum Judged<'a> {
         ranged: bool,
         asked_dns: bool,
         signing: Option<String>,
+        /// The suffixes reverse DNS was held to.
+        rdns: &'a [String],
     },
     Unpublished,
     Unusable,
@@ -135,7 +172,7 @@ impl Judged<'_> {
             Judged::Ask | Judged::Pending => {
                 format!("reverse DNS of {ip} did not answer within the budget; asked in the background")
             }
-            Judged::Failed { ranged, asked_dns, signing } => {
+            Judged::Failed { ranged, asked_dns, signing, rdns } => {
                 let mut ways = Vec::new();
                 if let Some(why) = signing {
                     ways.push(format!("Web Bot Auth: {why}"));
@@ -144,10 +181,7 @@ impl Judged<'_> {
                     ways.push("not in the published ranges".to_string());
                 }
                 if *asked_dns {
-                    ways.push(format!(
-                        "no reverse DNS name under {} resolves back to it",
-                        crawler.verify.rdns.join(", ")
-                    ));
+                    ways.push(format!("no reverse DNS name under {} resolves back to it", rdns.join(", ")));
                 }
                 format!("{ip} claims {} ({}): {}", crawler.token, crawler.operator, ways.join("; "))
             }
@@ -178,14 +212,13 @@ impl Identity {
         let mut feeds = HashMap::new();
         let mut directories = HashMap::new();
         for c in catalogue.crawlers() {
-            if only.as_ref().is_some_and(|o| !o.contains(&c.token.to_ascii_lowercase())) {
-                continue;
-            }
-            for source in &c.verify.ip_ranges {
-                feeds.entry(source.clone()).or_insert_with(|| Arc::new(Feed::new(source, dir)));
-            }
-            if let Some(url) = &c.verify.web_bot_auth {
-                directories.entry(url.clone()).or_insert_with(|| Arc::new(Feed::new(url, dir)));
+            for by in verified_as(&catalogue, only.as_deref(), c) {
+                for source in &by.verify.ip_ranges {
+                    feeds.entry(source.clone()).or_insert_with(|| Arc::new(Feed::new(source, dir)));
+                }
+                if let Some(url) = &by.verify.web_bot_auth {
+                    directories.entry(url.clone()).or_insert_with(|| Arc::new(Feed::new(url, dir)));
+                }
             }
         }
         Identity { catalogue, feeds, directories, dns: dns.map(Arc::new), only }
@@ -198,10 +231,26 @@ impl Identity {
         signed: Option<&Signed>,
         names: Option<&Names>,
     ) -> Judged<'s> {
-        if self.only.as_ref().is_some_and(|o| !o.iter().any(|t| t.eq_ignore_ascii_case(&crawler.token))) {
-            return Judged::Skipped;
+        let ways = verified_as(&self.catalogue, self.only.as_deref(), crawler);
+        let mut judged = Judged::Skipped;
+        for by in ways {
+            judged = self.judge_by(by, ip, signed, names);
+            if !matches!(judged, Judged::Unpublished | Judged::Unusable) {
+                break;
+            }
         }
-        let v = &crawler.verify;
+        judged
+    }
+
+    /// [`Identity::judge`] by the ways to verify `by`.
+    fn judge_by<'s>(
+        &'s self,
+        by: &'s Crawler,
+        ip: IpAddr,
+        signed: Option<&Signed>,
+        names: Option<&Names>,
+    ) -> Judged<'s> {
+        let v = &by.verify;
         let mut ranged = false;
         for source in &v.ip_ranges {
             let Some(feed) = self.feeds.get(source) else { continue };
@@ -236,7 +285,7 @@ impl Identity {
                 Some(n) => n,
                 None => match dns.cached(ip) {
                     Some(n) => {
-                        cached = Names::Known(n);
+                        cached = n;
                         &cached
                     }
                     None => return Judged::Ask,
@@ -252,7 +301,7 @@ impl Identity {
             }
         }
         if ranged || asked_dns || signing.is_some() {
-            return Judged::Failed { ranged, asked_dns, signing };
+            return Judged::Failed { ranged, asked_dns, signing, rdns: &v.rdns };
         }
         if v.is_empty() { Judged::Unpublished } else { Judged::Unusable }
     }

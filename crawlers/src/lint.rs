@@ -9,6 +9,16 @@ use rules::parse::{self, Directive, Handler, KeyKind};
 
 use crate::Catalogue;
 
+/// The whole lint of `body`: the engine's findings and the catalogue's
+/// (token typos, usage tokens, preference conflicts), by line. What the
+/// `robots lint` command, the monitor and the console's tester report.
+pub fn all(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
+    let mut found = rules::lint(body);
+    found.extend(lint(body, catalogue));
+    found.sort_by_key(|d| d.line);
+    found
+}
+
 /// The catalogue's findings on `body`, sorted by line.
 ///
 /// ```

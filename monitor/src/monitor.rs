@@ -128,10 +128,7 @@ impl Monitor {
     /// Lints a robots.txt body: the engine's findings and the catalogue's
     /// (token typos, usage tokens), by line.
     pub fn lint(&self, body: &[u8]) -> Vec<rules::Diagnostic> {
-        let mut found = rules::lint(body);
-        found.extend(robotsgate_crawlers::lint::lint(body, &self.catalogue));
-        found.sort_by_key(|d| d.line);
-        found
+        robotsgate_crawlers::lint::all(body, &self.catalogue)
     }
 
     /// The configuration.

@@ -309,22 +309,24 @@ impl Gateway {
         let judged_as = if spoofed && site.proxy.spoofed == Spoofed::Tag { ANONYMOUS } else { word };
         let state = self.store.state(&site.name);
         let slashes = if site.proxy.merge_slashes { Slashes::Merged } else { Slashes::Strict };
-        let (allowed, line) = match &*state {
+        // `named`: a group naming the crawler decided, not `*`.
+        let (allowed, line, named) = match &*state {
             State::Serve(served) => {
                 let v = served.robots.crawler(judged_as).check_request(target, slashes);
-                (v.allowed, v.rule.map(|r| r.line))
+                (v.allowed, v.rule.map(|r| r.line), v.group.is_some_and(|g| !g.global))
             }
             // No file (4xx) or no good copy yet: nothing restricts crawling.
-            State::NoFile(_) | State::Unknown => (true, None),
+            State::NoFile(_) | State::Unknown => (true, None, false),
         };
         // The AI policy, for a claim that is not known to be false. The
         // policy's groups are in the served file, and where the owner wrote
         // a group of their own for the crawler, the owner's lines stand in
-        // it: so the served file decides which paths are refused, and the
-        // policy how. With no file served, the policy alone decides.
-        let served = matches!(&*state, State::Serve(_));
+        // it: so where a group naming the crawler decides, the served file
+        // decides which paths are refused, and the policy how. Where none
+        // does (no file served, or a token Google's reading cuts short, as
+        // `AI2Bot` to `AI`), the policy alone decides.
         if !spoofed
-            && (!allowed || !served)
+            && (!allowed || !named)
             && let Some(refusal) = site.proxy.ai_policy.as_ref().and_then(|p| crate::ai::refusal(p, crawler))
         {
             return (visit(false, line, Some(refusal)), Some("ai-policy"));

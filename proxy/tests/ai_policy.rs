@@ -90,6 +90,9 @@ fn run(fast_path: bool) {
         assert!(served.contains(want), "{want} in\n{served}");
     }
     let robots = rules::Robots::parse(served.as_bytes());
+    // The gateway's own output passes the project's own lint.
+    let findings = rules::lint(served.as_bytes());
+    assert!(!findings.iter().any(|d| d.code == rules::lint::Code::EmptyGroup), "{findings:?}");
 
     // The header on every proxied page, unless the origin states its own.
     let page = get(addr, "shop.test", "/page", BROWSER);
@@ -109,7 +112,13 @@ fn run(fast_path: bool) {
         let ua = format!("Mozilla/5.0 (compatible; {}/1.0)", c.token);
         let status = get(addr, "shop.test", "/page", &ua).status;
         assert_eq!(status, if denied { 403 } else { 200 }, "{} ({})", c.token, c.purpose.as_str());
-        assert_eq!(robots.crawler(&c.token).is_allowed("/page"), !denied, "{} in the file", c.token);
+        // A token Google's reading cuts short (`AI2Bot` is read as `AI`)
+        // cannot be named in the file as Google reads it; the policy alone
+        // decides for it.
+        let nameable = rules::parse::agent_key(c.token.as_bytes()).is_some_and(|k| k.len() == c.token.len());
+        if nameable {
+            assert_eq!(robots.crawler(&c.token).is_allowed("/page"), !denied, "{} in the file", c.token);
+        }
         checked += 1;
     }
     assert!(checked > 20, "{checked}");

@@ -219,6 +219,10 @@ struct LintGroup {
     first_line: u32,
     rules: Vec<LintRule>,
     has_any_rule: bool,
+    /// It names a crawler, not only `*`.
+    named: bool,
+    /// It holds `Content-Signal` or `Content-Usage` lines.
+    preferences: bool,
 }
 
 #[derive(Debug, Default)]
@@ -331,7 +335,11 @@ impl Linter {
             self.groups.push(LintGroup { first_line: d.line, ..LintGroup::default() });
             self.in_rules = false;
         }
-        if parse::is_global_agent(d.value) {
+        let global = parse::is_global_agent(d.value);
+        if let Some(g) = self.groups.last_mut() {
+            g.named |= !global;
+        }
+        if global {
             if d.value.len() > 1 {
                 self.push(
                     d.line,
@@ -434,6 +442,9 @@ impl Linter {
         if key == b"license" {
             return;
         }
+        if let Some(g) = self.groups.last_mut() {
+            g.preferences = true;
+        }
         let line = [d.key, b": ".as_slice(), d.value].concat();
         let prefs = Preferences::read(&line);
         let col = self.column(d.value);
@@ -449,7 +460,19 @@ impl Linter {
         }
         let (entries, known): (Vec<crate::prefs::Entry>, &[&str]) = match (prefs.signals.first(), prefs.usages.first())
         {
-            (Some(s), _) => (s.entries.clone(), &SIGNAL_KEYS),
+            (Some(s), _) => {
+                if let Some(junk) = &s.junk {
+                    self.push(
+                        d.line,
+                        col,
+                        Severity::Warning,
+                        Code::PreferenceSyntax,
+                        format!("`{junk}` is no `key=value` member"),
+                        "write members as `key=yes` or `key=no`, separated by commas",
+                    );
+                }
+                (s.entries.clone(), &SIGNAL_KEYS)
+            }
             (_, Some(u)) => {
                 if u.path.is_none() {
                     self.push(
@@ -592,7 +615,7 @@ impl Linter {
         }
         let groups = std::mem::take(&mut self.groups);
         for g in &groups {
-            if !g.has_any_rule {
+            if !g.has_any_rule && g.named {
                 self.push(
                     g.first_line,
                     1,
@@ -600,6 +623,18 @@ impl Linter {
                     Code::EmptyGroup,
                     "this group has no rules: the crawlers it names may fetch everything, and ignore the `*` group"
                         .into(),
+                    "add rules under it, or remove it; to allow everything on purpose write `Disallow:`",
+                );
+            } else if !g.has_any_rule && !g.preferences {
+                // A `*` group only: Google merges every `*` group, so one
+                // without rules changes nothing; one that holds preference
+                // lines is where crawlers without a group read them.
+                self.push(
+                    g.first_line,
+                    1,
+                    Severity::Warning,
+                    Code::EmptyGroup,
+                    "this `User-agent: *` group has no rules, so it restricts no crawler".into(),
                     "add rules under it, or remove it; to allow everything on purpose write `Disallow:`",
                 );
             }

@@ -37,6 +37,8 @@ pub struct Signal {
     pub group: Option<u32>,
     /// Its entries, as written.
     pub entries: Vec<Entry>,
+    /// Text that is no `key=value` member, if any.
+    pub junk: Option<String>,
 }
 
 /// A `Content-Usage` line.
@@ -101,7 +103,14 @@ fn yes_no(value: &str) -> Option<bool> {
 fn entries(text: &str) -> (Vec<Entry>, Option<String>) {
     let mut out = Vec::new();
     let mut junk = Vec::new();
-    for member in text.split(',').flat_map(str::split_whitespace) {
+    // An empty member (`a=y,,b=n`) is a slip readers may stumble on; one
+    // trailing comma is let pass.
+    let members: Vec<&str> = text.split(',').collect();
+    let last = members.len().saturating_sub(1);
+    if members.iter().enumerate().any(|(i, m)| m.trim().is_empty() && i != last && !text.trim().is_empty()) {
+        junk.push("(an empty member between commas)");
+    }
+    for member in members.into_iter().flat_map(str::split_whitespace) {
         match member.split_once('=') {
             Some((k, v)) if !k.is_empty() => {
                 let value = v.trim().trim_matches('"').to_string();
@@ -143,8 +152,8 @@ impl Preferences {
                             // for Google's parser: the lines belong to the
                             // group the engine groups them with.
                             b"content-signal" => {
-                                let (entries, _) = entries(&value);
-                                self.prefs.signals.push(Signal { line: d.line, group: self.group, entries });
+                                let (entries, junk) = entries(&value);
+                                self.prefs.signals.push(Signal { line: d.line, group: self.group, entries, junk });
                             }
                             b"content-usage" => {
                                 let (path, rest) = match value.split_once(char::is_whitespace) {

@@ -63,6 +63,31 @@ fn each_code_fires() {
     fires(b"User-agent: *\nDisallow: /x\nDisallow: /x\n", Code::DuplicateRule, 3);
     fires(b"User-agent: *\nDisallow: /x\nSitemap: /sitemap.xml\n", Code::SitemapNotAbsolute, 3);
     fires(b"User-agent: *\nContent-Signal: search=yes, ai-train=no\nDisallow: /x\n", Code::ContentSignal, 2);
+    // Junk in either preference line is a syntax finding.
+    fires(
+        b"User-agent: *\nContent-Signal: search=yes,,, =yes, ai-train=YES\nDisallow: /x\n",
+        Code::PreferenceSyntax,
+        2,
+    );
+    fires(b"User-agent: *\nContent-Usage: / train-ai=n,,, =y\nDisallow: /x\n", Code::PreferenceSyntax, 2);
+    fires(b"User-agent: *\n", Code::EmptyGroup, 1);
+}
+
+/// A `User-agent: *` group that holds only preference lines is where
+/// crawlers without a group read them: not an empty group. The gateway
+/// appends such a group to every file its AI policy compiles onto.
+#[test]
+fn a_preferences_only_star_group_is_not_empty() {
+    let body = b"User-agent: *\nDisallow: /x\n\n# AI policy: preferences\nUser-agent: *\nContent-Signal: search=yes, ai-input=yes, ai-train=no\nContent-Usage: / train-ai=n, ai-use=y, search=y\n";
+    let found = codes_at(body);
+    assert!(!found.iter().any(|c| c.0 == Code::EmptyGroup || c.0 == Code::PreferenceSyntax), "{found:?}");
+    // A rule-less group that names a crawler still is one, and says why.
+    let named = rules::lint(b"User-agent: *\nDisallow: /x\n\nUser-agent: GPTBot\nContent-Signal: ai-train=no\n");
+    let d = named.iter().find(|d| d.code == Code::EmptyGroup).expect("empty-group");
+    assert!(d.message.contains("ignore the `*` group"), "{}", d.message);
+    let star = rules::lint(b"User-agent: *\n");
+    let d = star.iter().find(|d| d.code == Code::EmptyGroup).expect("empty-group");
+    assert!(!d.message.contains("ignore the `*` group"), "{}", d.message);
 }
 
 #[test]

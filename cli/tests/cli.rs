@@ -207,3 +207,31 @@ fn check_output_never_fills_a_pipe() {
         assert!(text.contains("DISALLOWED") && text.contains("bytes)"), "{command}: {text}");
     }
 }
+
+/// `robots lint`, which CI runs, reports everything the monitor's lint
+/// does: the catalogue's findings (a token typo, a usage token, a
+/// preference that contradicts a group) and preference syntax.
+#[test]
+fn lint_is_the_whole_lint() {
+    let body = b"User-agent: *\nContent-Signal: search=yes,,, =yes, ai-train=YES\nDisallow: /x\n\n\
+User-agent: Googelbot\nDisallow: /\n\nUser-agent: Google-Extended\nDisallow: /\n";
+    let f = temp_file("whole.txt", body);
+    let out = robots(&["lint", f.to_str().unwrap(), "--format", "json"], b"");
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let codes: Vec<(u64, &str)> =
+        found.as_array().unwrap().iter().map(|d| (d["line"].as_u64().unwrap(), d["code"].as_str().unwrap())).collect();
+    for want in [(2, "preference-syntax"), (5, "unknown-crawler"), (8, "usage-token")] {
+        assert!(codes.contains(&want), "{want:?} in {codes:?}");
+    }
+    let mut lines: Vec<u64> = codes.iter().map(|c| c.0).collect();
+    let sorted = {
+        let mut s = lines.clone();
+        s.sort();
+        s
+    };
+    assert_eq!(lines, sorted, "by line");
+    lines.clear();
+    let sarif = robots(&["lint", f.to_str().unwrap(), "--format", "sarif"], b"");
+    let text = String::from_utf8_lossy(&sarif.stdout);
+    assert!(text.contains("\"ruleId\": \"unknown-crawler\""), "{text}");
+}

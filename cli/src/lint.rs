@@ -1,10 +1,12 @@
-//! `robots lint`: findings as text, JSON or SARIF 2.1.0 (which CI systems
-//! show inline); exit code 1 when any finding is an error.
+//! `robots lint`: the whole lint (the engine's findings and the crawler
+//! catalogue's, as the monitor reports them), as text, JSON or SARIF 2.1.0
+//! (which CI systems show inline); exit code 1 when any finding is an error.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use rules::lint::{Code, Diagnostic, Severity, lint};
+use robotsgate_crawlers::Catalogue;
+use rules::lint::{Code, Diagnostic, Severity};
 use serde_json::{Value, json};
 
 /// Output formats.
@@ -20,7 +22,7 @@ pub enum Format {
 
 pub fn run(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
     let body = super::read_robots(path)?;
-    let found = lint(&body);
+    let found = robotsgate_crawlers::lint::all(&body, Catalogue::builtin());
     let name = path.display().to_string();
     match format {
         Format::Text => {

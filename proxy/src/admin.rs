@@ -54,11 +54,20 @@ impl Admin {
             .map(|name| {
                 let health = self.store.health(name);
                 let state = self.store.state(name);
-                let (source, age) = match &*state {
-                    State::Serve(s) => (s.source.as_str(), Some(s.age().as_secs())),
-                    State::NoFile(_) => ("origin-no-file", None),
-                    State::Unknown => ("pass-through", None),
+                let (source, age, cut) = match &*state {
+                    State::Serve(s) => (s.source.as_str(), Some(s.age().as_secs()), s.cut),
+                    State::NoFile(_) => ("origin-no-file", None, None),
+                    State::Unknown => ("pass-through", None, None),
                 };
+                // What crawlers read when the managed groups did not fit
+                // beside the whole origin file.
+                let cut = cut.map(|c| {
+                    json!({
+                        "from_line": c.from_line,
+                        "bytes": c.bytes,
+                        "why": format!("the managed groups would pass 500 KiB: the origin's lines from {} on are not served, so that Google reads the policy", c.from_line),
+                    })
+                });
                 json!({
                     "site": name,
                     "source": source,
@@ -70,6 +79,7 @@ impl Admin {
                     "managed_groups_contested_by_origin": health.contested,
                     "unenforceable_groups": health.unenforceable,
                     "ai_policy_conflicts": health.ai_conflicts,
+                    "origin_cut": cut,
                 })
             })
             .collect();

@@ -29,6 +29,10 @@ pub struct Metrics {
     pub refresh: IntCounterVec,
     /// Times the origin's robots.txt was unusable, by site and reason.
     pub fallback: IntCounterVec,
+    /// Bytes of the origin's robots.txt left out so that the managed
+    /// groups land inside 500 KiB, by site (0: none; -1: the groups alone
+    /// do not fit, and are not served).
+    pub managed_cut: IntGaugeVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -73,6 +77,18 @@ impl Metrics {
                 "Origin robots.txt refreshes",
                 &["site", "outcome"],
             ),
+            managed_cut: {
+                let g = IntGaugeVec::new(
+                    Opts::new(
+                        "robotsgate_managed_cut_bytes",
+                        "Origin robots.txt bytes left out so the managed groups fit in 500 KiB",
+                    ),
+                    &["site"],
+                )
+                .unwrap_or_else(|e| panic!("metric robotsgate_managed_cut_bytes: {e}"));
+                let _ = registry.register(Box::new(g.clone()));
+                g
+            },
             fallback: counter(
                 &registry,
                 "robotsgate_robots_fallback_total",

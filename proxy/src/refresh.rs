@@ -349,20 +349,30 @@ impl Refresher {
         good_at: SystemTime,
         source: Origin,
     ) -> Served {
+        let cut_gauge = self.metrics.managed_cut.with_label_values(&[&site.name]);
         match self.managed(site, &body).as_deref() {
-            Some(groups) => match merge_managed(&body, groups) {
-                Some(merged) => self.served(
-                    &site.name,
-                    merged,
-                    if source == Origin::LastGood { source } else { Origin::Managed },
-                    good_at,
-                ),
+            Some(groups) => match rules::merge::fit(&body, groups) {
+                Some((merged, cut)) => {
+                    cut_gauge.set(cut.map_or(0, |c| i64::try_from(c.bytes).unwrap_or(i64::MAX)));
+                    if let Some(c) = cut {
+                        tracing::error!(site = %site.name, from_line = c.from_line, bytes = c.bytes, "the managed groups would push robots.txt past 500 KiB; the origin's lines from {} on are left out so that Google reads the policy", c.from_line);
+                    }
+                    let source = if source == Origin::LastGood { source } else { Origin::Managed };
+                    let mut served = self.served(&site.name, Bytes::from(merged), source, good_at);
+                    served.cut = cut;
+                    served
+                }
                 None => {
-                    tracing::error!(site = %site.name, "managed groups would push robots.txt past 500 KiB; serving the origin's file alone");
+                    // The groups alone pass 500 KiB: a config no file can carry.
+                    cut_gauge.set(-1);
+                    tracing::error!(site = %site.name, "the managed groups alone pass 500 KiB; serving the origin's file alone");
                     self.served_parsed(&site.name, body, robots, source, good_at)
                 }
             },
-            None => self.served_parsed(&site.name, body, robots, source, good_at),
+            None => {
+                cut_gauge.set(0);
+                self.served_parsed(&site.name, body, robots, source, good_at)
+            }
         }
     }
 

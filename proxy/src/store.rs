@@ -62,6 +62,9 @@ pub struct Served {
     pub wire_304: Bytes,
     /// The `robots_served` counter of this site and source, looked up once.
     pub served: IntCounter,
+    /// The origin's lines left out so that the managed groups (the AI
+    /// policy's among them) land inside the 500 KiB Google reads.
+    pub cut: Option<rules::merge::Cut>,
 }
 
 /// The state of one site's robots.txt.
@@ -136,7 +139,7 @@ impl Served {
             }
         }
         let (wire, wire_304) = (Bytes::from(wire), Bytes::from(wire_304));
-        Served { robots, etag, body, source, good_at, head, wire, wire_304, served: counter }
+        Served { robots, etag, body, source, good_at, head, wire, wire_304, served: counter, cut: None }
     }
 
     /// Whether an `If-None-Match` value names this copy.

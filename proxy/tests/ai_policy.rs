@@ -60,7 +60,19 @@ fn run(fast_path: bool) {
     // A third whose owner lets GPTBot into one folder, on an enforcing site.
     let folder = Echo::start();
     folder.set_robots("User-agent: *\nDisallow: /private\n\nUser-agent: GPTBot\nAllow: /public/\nDisallow: /\n");
+    // A fourth whose file is just under 500 KiB: the policy cannot fit beside it.
+    let big = Echo::start();
+    let mut big_file = String::from("User-agent: *\n");
+    let mut n = 0;
+    while big_file.len() < rules::parse::MAX_FILE_BYTES - 100 {
+        n += 1;
+        big_file.push_str(&format!("Disallow: /p/{n}/\n"));
+    }
+    big.set_robots(&big_file);
     let more = format!(
+        "  - name: big\n    proxy:\n      hosts: [big.test]\n      origin: {}\n      ai_policy: {{ ai-training: deny, enforce: refuse }}\n",
+        big.addr
+    ) + &format!(
         "  - name: owner\n    proxy:\n      hosts: [owner.test]\n      origin: {}\n      ai_policy: {{ ai-training: deny }}\n\
          \x20 - name: folder\n    proxy:\n      hosts: [folder.test]\n      origin: {}\n      ai_policy: {{ ai-training: deny, enforce: refuse }}\n",
         owner.addr, folder.addr
@@ -178,6 +190,23 @@ fn run(fast_path: bool) {
     };
     assert!(eventually(20, || folder_conflicts().contains("line 5")), "{}", status());
     assert!(folder_conflicts().contains("/public/"), "{}", folder_conflicts());
+
+    // Past 500 KiB the policy still lands inside what Google reads: the
+    // origin's last lines give way, and /status and a metric say so.
+    assert!(eventually(20, || get(addr, "big.test", "/robots.txt", BROWSER).text().contains("Content-Signal")));
+    let served = get(addr, "big.test", "/robots.txt", BROWSER).body;
+    assert!(served.len() <= rules::parse::MAX_FILE_BYTES, "{} bytes served", served.len());
+    let robots = rules::Robots::parse(&served);
+    assert!(!robots.crawler("GPTBot").is_allowed("/page"), "Google reads the policy");
+    assert!(!robots.crawler("Googlebot").is_allowed("/p/1/"), "the origin's first lines stay");
+    assert!(robots.crawler("Googlebot").is_allowed(&format!("/p/{n}/")), "its last line gave way");
+    assert_eq!(get(addr, "big.test", "/page", "GPTBot/1.1").status, 403);
+    let big_status = status()["sites"].as_array().and_then(|s| s.iter().find(|s| s["site"] == "big").cloned());
+    let cut = big_status.map(|s| s["origin_cut"].clone()).unwrap_or_default();
+    assert!(cut["from_line"].as_u64().is_some_and(|l| l > 1) && cut["bytes"].as_u64().is_some_and(|b| b > 0), "{cut}");
+    let metrics = request(admin, "GET", "admin", "/metrics", &[]).map(|r| r.text()).unwrap_or_default();
+    let line = metrics.lines().find(|l| l.starts_with("robotsgate_managed_cut_bytes{site=\"big\"}")).unwrap_or("");
+    assert!(line.rsplit(' ').next().and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > 0), "{line}");
 
     // A User-Agent naming a search crawler and an AI crawler is judged by
     // the stricter: `Googlebot/2.1` buys GPTBot nothing.

@@ -25,6 +25,38 @@ pub fn append(origin: &[u8], groups: &str) -> Option<Vec<u8>> {
     (out.len() <= MAX_FILE_BYTES).then_some(out)
 }
 
+/// What [`fit`] left out of the origin's text to make room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// The origin's first line left out (1-based); every line after it
+    /// went too.
+    pub from_line: u32,
+    /// How many of the origin's bytes were left out.
+    pub bytes: usize,
+}
+
+/// `origin` with `groups` appended, within the 500 KiB Google reads: as
+/// [`append`] when that fits; else the origin's text is cut at a line end
+/// so that the appended groups land whole inside the limit, and the cut is
+/// returned. `None` only when the groups alone do not fit.
+///
+/// The appended groups are the operator's stated policy; an origin file
+/// near the limit loses its last lines rather than the policy losing all
+/// of its lines, which Google would otherwise never read.
+pub fn fit(origin: &[u8], groups: &str) -> Option<(Vec<u8>, Option<Cut>)> {
+    if let Some(whole) = append(origin, groups) {
+        return Some((whole, None));
+    }
+    // Room for the mark, the groups, a closing `Disallow:` and line ends.
+    let overhead = MARK.len() + groups.trim_end().len() + b"Disallow:\n".len() + 2;
+    let budget = MAX_FILE_BYTES.checked_sub(overhead)?;
+    let keep = origin[..budget.min(origin.len())].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let kept = &origin[..keep];
+    let merged = append(kept, groups)?;
+    let from_line = u32::try_from(kept.iter().filter(|&&b| b == b'\n').count() + 1).unwrap_or(u32::MAX);
+    Some((merged, Some(Cut { from_line, bytes: origin.len() - keep })))
+}
+
 /// Whether the file's last group has `user-agent` lines and no rule yet.
 pub fn ends_with_open_group(body: &[u8]) -> bool {
     #[derive(Default)]
@@ -43,4 +75,34 @@ pub fn ends_with_open_group(body: &[u8]) -> bool {
     let mut t = Tail::default();
     parse::parse(body, &mut t);
     t.open
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_past_the_limit_lands_inside_it_and_the_cut_is_named() {
+        let groups = "User-agent: GPTBot\nDisallow: /\n";
+        assert_eq!(fit(b"User-agent: *\nDisallow: /x\n", groups).unwrap().1, None);
+        let mut origin = b"User-agent: *\n".to_vec();
+        let mut n = 1;
+        while origin.len() < MAX_FILE_BYTES - 10 {
+            origin.extend_from_slice(format!("Disallow: /p/{n}/\n").as_bytes());
+            n += 1;
+        }
+        let (merged, cut) = fit(&origin, groups).unwrap();
+        assert!(merged.len() <= MAX_FILE_BYTES, "{}", merged.len());
+        let cut = cut.expect("a cut");
+        assert!(cut.bytes > 0 && cut.from_line > 1);
+        let robots = crate::Robots::parse(&merged);
+        assert!(!robots.is_allowed("GPTBot", "https://s/page"), "the policy is read");
+        assert!(!robots.is_allowed("other", "https://s/p/1/"), "the origin's first lines stay");
+        let last = format!("/p/{}/", n - 1);
+        assert!(robots.is_allowed("other", &format!("https://s{last}")), "its last lines went");
+        // The cut falls at a line end: the kept text is the origin's prefix.
+        let kept = origin.len() - cut.bytes;
+        assert!(merged.starts_with(&origin[..kept]) && origin[kept - 1] == b'\n');
+        assert!(fit(b"", &"# x\n".repeat(MAX_FILE_BYTES / 4)).is_none());
+    }
 }

@@ -323,8 +323,7 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
 
 /// The console's page of `site`.
 fn site_link(base: &str, site: &str) -> String {
-    // Site names are the operator's, but may hold anything a URL path does not.
-    format!("{}/sites/{}", base.trim_end_matches('/'), crate::console::encode(site))
+    crate::links::site_page(base, site)
 }
 
 /// The alert of an outage that outlasted `critical_after`: robots.txt has

@@ -9,6 +9,7 @@ pub mod console;
 pub mod digest;
 pub mod excerpt;
 pub mod letter;
+pub mod links;
 pub mod mail;
 pub mod monitor;
 pub mod report;

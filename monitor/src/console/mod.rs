@@ -83,19 +83,7 @@ pub async fn serve(
     Ok(())
 }
 
-/// `s` as one path segment or query value: everything but unreserved
-/// characters percent-encoded.
-pub(crate) fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+pub(crate) use crate::links::encode;
 
 /// Unix milliseconds as an RFC 3339 time, or "never".
 pub(crate) fn when(ms: Option<i64>) -> String {

@@ -11,7 +11,7 @@ use std::path::Path;
 /// rewritten for people.
 pub fn message(message: &str, path: &Path, text: &str) -> String {
     let shown = path.display().to_string();
-    let mut out = message.replace("<input>:", &format!("{shown}:"));
+    let mut out = true_column(&message.replace("<input>:", &format!("{shown}:")), &shown);
     if let Some(fixed) = duplicate_key(&out) {
         out = fixed;
     } else if let Some(fixed) = unknown_key(&out) {
@@ -26,17 +26,62 @@ pub fn message(message: &str, path: &Path, text: &str) -> String {
     out
 }
 
-/// The mapping key on the line a "line L column C" message points at,
-/// when the column is in that key's value.
+/// The innermost mapping key on the line a "line L column C" message
+/// points at whose value holds the column: the last `key:` before it, in
+/// block style (`expect: maybe`) and in flow style alike
+/// (`{ url: /x, expect: maybe }`, `proxy: { ai_policy: { ai-training: maybe } }`).
 fn key_at(message: &str, text: &str) -> Option<String> {
-    let rest = message.trim_start_matches("error: ").strip_prefix("line ")?;
-    let (line, rest) = rest.split_once(" column ")?;
+    let (line, column) = position(message)?;
+    let source = text.lines().nth(line.checked_sub(1)?)?;
+    let bytes = source.as_bytes();
+    let keyish = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    let mut found = None;
+    let mut i = 0;
+    while i < bytes.len() && i + 1 < column {
+        // A key ends at `:` followed by a space, and starts after a space,
+        // `{`, `,` or the line's start.
+        if bytes[i] == b':' && bytes.get(i + 1) == Some(&b' ') && i > 0 && keyish(bytes[i - 1]) {
+            let start =
+                source[..i].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).map_or(0, |p| p + 1);
+            let before = source[..start].trim_end().chars().last();
+            if matches!(before, None | Some('{' | ',' | '-')) {
+                found = Some(source[start..i].to_string());
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The line and column of a "line L column C" message.
+fn position(message: &str) -> Option<(usize, usize)> {
+    let at = message.find("line ")?;
+    let (line, rest) = message[at + "line ".len()..].split_once(" column ")?;
     let column: usize = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
-    let source = text.lines().nth(line.parse::<usize>().ok()?.checked_sub(1)?)?;
-    let colon = source.find(": ")?;
-    let key = source[..colon].trim().trim_start_matches("- ").trim_start_matches(['{', ' ']);
-    let simple = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    (simple && column > colon).then(|| key.to_string())
+    Some((line.parse().ok()?, column))
+}
+
+/// The snippet's ` --> FILE:L:C` line gives the column within its cropped
+/// copy of a long line; this puts the line's own column there, as the
+/// message's head gives it.
+fn true_column(message: &str, shown: &str) -> String {
+    let Some((line, column)) = position(message) else { return message.to_string() };
+    let arrow = format!("--> {shown}:{line}:");
+    let mut out = String::with_capacity(message.len());
+    for part in message.split_inclusive('\n') {
+        match part.find(&arrow) {
+            Some(at) => {
+                let end = part.trim_end_matches('\n');
+                out.push_str(&end[..at + arrow.len()]);
+                out.push_str(&column.to_string());
+                if part.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+            None => out.push_str(part),
+        }
+    }
+    out
 }
 
 /// "duplicate mapping key: K, set DuplicateKeyPolicy …" becomes a sentence

@@ -1026,4 +1026,27 @@ mod tests {
         let e = parse("sites:\n  - {name: a, file: x}\n  - {name: a, file: y}\n").unwrap_err().to_string();
         assert!(e.contains("sites[1].name"), "{e}");
     }
+
+    /// Every value error names the innermost key at fault, in block and in
+    /// flow style, and the snippet's column is the line's own.
+    #[test]
+    fn value_errors_name_the_innermost_key() {
+        let site =
+            "sites:\n  - name: s\n    proxy:\n      hosts: [s.test]\n      origin: \"127.0.0.1:1\"\n      ai_policy:\n";
+        let flow = "sites:\n  - name: s\n    proxy: { hosts: [s.test], origin: \"127.0.0.1:1\", ai_policy: { ";
+        for (text, key, at) in [
+            ("sites:\n  - name: a\n    file: x\n    url_sets:\n      main:\n        - { url: /x, expect: maybe }\n".to_string(), "expect", "6:30"),
+            ("sites:\n  - name: a\n    file: x\n    url_sets:\n      main:\n        - url: /x\n          expect: maybe\n".to_string(), "expect", "7:19"),
+            (format!("{site}        ai-training: maybe\n"), "ai-training", "7:22"),
+            (format!("{site}        enforce: slow\n        retry-after: soon\n"), "retry-after", "8:22"),
+            (format!("{flow}ai-training: maybe }} }}\n"), "ai-training", "3:80"),
+            (format!("{flow}ai-training: deny, enforce: slow, retry-after: soon }} }}\n"), "retry-after", "3:114"),
+        ] {
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.contains(&format!("key `{key}`:")), "{key} in\n{e}");
+            assert!(!e.contains("key `proxy`") && !e.contains("key `url`"), "{e}");
+            assert!(e.contains(&format!("line {} column {}", &at[..1], &at[2..])), "{at} in\n{e}");
+            assert!(e.contains(&format!("--> test.yaml:{at}\n")), "{at} in\n{e}");
+        }
+    }
 }

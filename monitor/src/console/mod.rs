@@ -10,6 +10,7 @@
 //! downloaded as attachments, never rendered.
 
 pub mod alerts;
+mod form;
 pub mod overview;
 mod pages;
 pub mod revision;

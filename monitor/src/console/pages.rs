@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use askama::Template;
 use axum::Json;
-use axum::extract::{Form, FromRequest, Multipart, Path, Query, Request, State};
+use axum::extract::{Form, FromRequest, Multipart, Path, Query, RawQuery, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
@@ -259,6 +259,8 @@ pub async fn raw_revision(State(m): App, Path((name, id)): Path<(String, i64)>) 
 #[template(path = "tester.html")]
 struct TesterPage {
     input: Input,
+    /// The file's exact bytes in base64, when the text cannot carry them.
+    carried: Option<String>,
     sites: Vec<String>,
     sets: Vec<String>,
     report: Option<Report>,
@@ -324,14 +326,13 @@ async fn test(m: &Monitor, input: &Input) -> Result<Report, String> {
 /// A stored revision as the tester's file, when one is asked for and no
 /// text was given.
 async fn with_revision(m: &Monitor, mut input: Input) -> Result<Input, Failure> {
-    if let (true, Some(rev)) = (input.robots.is_empty(), input.revision) {
+    if let (false, Some(rev)) = (input.has_file(), input.revision) {
         let body = m.store().revision_body(&input.site, rev).await?;
         let Some(body) = body else {
             return Err(Failure(StatusCode::NOT_FOUND, format!("site `{}` has no revision {rev}", input.site)));
         };
-        // The tester works on text; bytes that are not UTF-8 are tested as
-        // their lossy reading (the revision page has the exact bytes).
-        input.robots = String::from_utf8_lossy(&body).into_owned();
+        // Judged byte for byte, as the site's page judges it.
+        input.set_file(body);
     }
     Ok(input)
 }
@@ -340,7 +341,7 @@ async fn tester_page(m: &Monitor, input: Input) -> Result<Html<String>, Failure>
     let input = with_revision(m, input).await?;
     let sites = m.config().sites.iter().map(|s| s.name.clone()).collect();
     let sets = set_names(m);
-    let ran = !input.robots.is_empty() || !input.urls.is_empty() || !input.set.is_empty();
+    let ran = input.has_file() || !input.urls.is_empty() || !input.set.is_empty();
     let (report, error) = if ran {
         match test(m, &input).await {
             Ok(r) => (Some(r), None),
@@ -349,16 +350,21 @@ async fn tester_page(m: &Monitor, input: Input) -> Result<Html<String>, Failure>
     } else {
         (None, None)
     };
+    let carried = input.carried_b64();
+    // A file that is not UTF-8 is shared by its bytes.
+    let file = match &carried {
+        Some(b64) => format!("robots_b64={}", encode(b64)),
+        None => format!("robots={}", encode(&input.robots)),
+    };
     let query = format!(
-        "/tester?robots={}&agents={}&urls={}&site={}&set={}",
-        encode(&input.robots),
+        "/tester?{file}&agents={}&urls={}&site={}&set={}",
         encode(&input.agents),
         encode(&input.urls),
         encode(&input.site),
         encode(&input.set)
     );
     let share = (report.is_some() && query.len() <= SHARE_MAX).then_some(query);
-    render(&TesterPage { input, sites, sets, report, error, share })
+    render(&TesterPage { input, carried, sites, sets, report, error, share })
 }
 
 /// Largest tester request: the file, its upload copy and 5,000 long URLs.
@@ -366,48 +372,73 @@ pub const TESTER_BODY_LIMIT: usize = 8 * 1024 * 1024;
 
 /// Reads the tester's form sent as `multipart/form-data`, the way a form
 /// with a file input sends it. An uploaded file replaces the pasted text;
-/// its bytes are read as text the way a stored revision is. A file over
-/// the tester's limit is refused here, by its byte count.
-async fn multipart_input(mut form: Multipart) -> Result<Input, String> {
+/// both keep their exact bytes. A file over the tester's limit is refused
+/// here, by its byte count; what was typed stays, with the error.
+async fn multipart_input(mut form: Multipart) -> (Input, Option<String>) {
     let unreadable = |e: axum::extract::multipart::MultipartError| {
         format!("the form could not be read ({e}); the tester takes at most {} MiB in all", TESTER_BODY_LIMIT >> 20)
     };
     let mut input = Input::default();
     let mut upload: Option<Vec<u8>> = None;
-    while let Some(field) = form.next_field().await.map_err(unreadable)? {
+    let mut pasted: Option<Vec<u8>> = None;
+    loop {
+        let field = match form.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => break,
+            Err(e) => return (input, Some(unreadable(e))),
+        };
         let name = field.name().unwrap_or_default().to_string();
-        let bytes = field.bytes().await.map_err(unreadable)?;
+        let bytes = match field.bytes().await {
+            Ok(b) => b,
+            Err(e) => return (input, Some(unreadable(e))),
+        };
         let text = || String::from_utf8_lossy(&bytes).into_owned();
         match name.as_str() {
-            "robots" => input.robots = text(),
+            "robots" => {
+                input.robots = text();
+                pasted = Some(bytes.to_vec());
+            }
+            "robots_b64" => input.robots_b64 = text(),
             "agents" => input.agents = text(),
             "urls" => input.urls = text(),
             "site" => input.site = text(),
             "set" => input.set = text(),
-            "revision" => {
-                let v = text();
-                let v = v.trim();
-                input.revision = match v {
-                    "" => None,
-                    _ => Some(v.parse().map_err(|_| format!("revision `{v}` is not a number"))?),
-                };
-            }
+            "revision" => match tester::revision_number(&text()) {
+                Ok(r) => input.revision = r,
+                Err(e) => return (input, Some(e)),
+            },
             "file" if !bytes.is_empty() => upload = Some(bytes.to_vec()),
             _ => {}
         }
     }
     if let Some(bytes) = upload {
         if bytes.len() > tester::MAX_ROBOTS_BYTES {
-            return Err(tester::InputError::RobotsTooLarge(bytes.len()).to_string());
+            return (input, Some(tester::InputError::RobotsTooLarge(bytes.len()).to_string()));
         }
-        input.robots = String::from_utf8_lossy(&bytes).into_owned();
+        input.robots_b64.clear();
+        input.set_file(bytes);
+    } else if let Some(bytes) = pasted.filter(|b| !b.is_empty()) {
+        // The pasted text is exact, unless it is the text reading of the
+        // bytes the form carries for a file that is not UTF-8.
+        match input.file() {
+            Ok(carried) if carried.as_ref() != bytes.as_slice() && !input.robots_b64.is_empty() => {
+                let carried = carried.into_owned();
+                input.set_file(carried);
+            }
+            _ => {
+                input.robots_b64.clear();
+                input.set_file(bytes);
+            }
+        }
     }
-    Ok(input)
+    (input, None)
 }
 
 /// `GET /tester`: the form, and the result when the query carries one (a
 /// shared link).
-pub async fn tester_get(State(m): App, Query(input): Query<Input>) -> Result<Html<String>, Failure> {
+pub async fn tester_get(State(m): App, RawQuery(query): RawQuery) -> Result<Html<String>, Failure> {
+    let input =
+        Input::from_form(query.unwrap_or_default().as_bytes()).map_err(|e| Failure(StatusCode::BAD_REQUEST, e))?;
     tester_page(&m, input).await
 }
 
@@ -418,10 +449,11 @@ pub async fn tester_post(State(m): App, request: Request) -> Result<Html<String>
     let input = if content_type.starts_with("multipart/form-data") {
         let form = Multipart::from_request(request, &()).await.map_err(|e| Failure(e.status(), e.body_text()))?;
         match multipart_input(form).await {
-            Ok(input) => input,
-            Err(e) => {
+            (input, None) => input,
+            (input, Some(e)) => {
                 let page = TesterPage {
-                    input: Input::default(),
+                    carried: None,
+                    input,
                     sites: m.config().sites.iter().map(|s| s.name.clone()).collect(),
                     sets: set_names(&m),
                     report: None,
@@ -432,7 +464,10 @@ pub async fn tester_post(State(m): App, request: Request) -> Result<Html<String>
             }
         }
     } else {
-        Form::<Input>::from_request(request, &()).await.map_err(|e| Failure(e.status(), e.body_text()))?.0
+        let body = axum::body::to_bytes(request.into_body(), TESTER_BODY_LIMIT)
+            .await
+            .map_err(|e| Failure(StatusCode::PAYLOAD_TOO_LARGE, format!("the form could not be read: {e}")))?;
+        Input::from_form(&body).map_err(|e| Failure(StatusCode::BAD_REQUEST, e))?
     };
     tester_page(&m, input).await
 }
@@ -449,8 +484,11 @@ async fn api_test(m: &Monitor, input: Input) -> Response {
 }
 
 /// `GET /api/test`: the tester as JSON, input in the query.
-pub async fn api_test_get(State(m): App, Query(input): Query<Input>) -> Response {
-    api_test(&m, input).await
+pub async fn api_test_get(State(m): App, RawQuery(query): RawQuery) -> Response {
+    match Input::from_form(query.unwrap_or_default().as_bytes()) {
+        Ok(input) => api_test(&m, input).await,
+        Err(e) => Failure(StatusCode::BAD_REQUEST, e).into_response(),
+    }
 }
 
 /// `POST /api/test`: the tester as JSON, input as a JSON object.

@@ -23,11 +23,25 @@ pub const DEFAULT_AGENTS: [&str; 7] =
 
 /// What to test, as a form or a query string sends it: crawlers and URLs
 /// one per line (crawlers may also be separated by commas).
+///
+/// The file is judged byte for byte, as Google's library judges it: a
+/// stored revision, an uploaded file and a form's field keep their exact
+/// bytes ([`Input::exact`]); JSON, which holds only text, can send them as
+/// `robots_b64`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 pub struct Input {
-    /// The robots.txt.
+    /// The robots.txt, as text (bytes that are not UTF-8 shown as U+FFFD).
     #[serde(default)]
     pub robots: String,
+    /// The robots.txt's exact bytes in standard base64: for files that are
+    /// not UTF-8. Used when `robots` is empty, or is these bytes' text
+    /// reading (the form sends both, and an edit of the text wins).
+    #[serde(default)]
+    pub robots_b64: String,
+    /// The exact bytes, when they came as bytes (a revision, an upload, a
+    /// form field); never sent.
+    #[serde(skip)]
+    pub exact: Option<Vec<u8>>,
     /// Crawler product tokens.
     #[serde(default)]
     pub agents: String,
@@ -55,13 +69,36 @@ pub struct Saved {
     pub expect: Option<bool>,
 }
 
-/// A form sends an empty field for "none".
+/// A form sends an empty field for "none"; JSON may send the number as
+/// `/api/sites/NAME` gives it, or as text.
 fn empty_as_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    let s: Option<String> = Option::deserialize(d)?;
-    match s.as_deref().map(str::trim) {
-        None | Some("") => Ok(None),
-        Some(v) => v.parse().map(Some).map_err(serde::de::Error::custom),
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Number(i64),
+        Text(String),
     }
+    match Option::<Given>::deserialize(d)? {
+        None => Ok(None),
+        Some(Given::Number(n)) => Ok(Some(n)),
+        Some(Given::Text(s)) => match s.trim() {
+            "" => Ok(None),
+            v => v.parse().map(Some).map_err(|_| serde::de::Error::custom(format!("revision `{v}` is not a number"))),
+        },
+    }
+}
+
+/// A revision number as a form field gives it: empty for none.
+pub fn revision_number(v: &str) -> Result<Option<i64>, String> {
+    match v.trim() {
+        "" => Ok(None),
+        v => v.parse().map(Some).map_err(|_| format!("revision `{v}` is not a number")),
+    }
+}
+
+/// Text as a browser's textarea sends it back: CRLF line ends.
+fn same_text(a: &str, b: &str) -> bool {
+    a.replace("\r\n", "\n") == b.replace("\r\n", "\n")
 }
 
 /// Why an input was refused.
@@ -79,9 +116,84 @@ pub enum InputError {
     /// A URL is too long.
     #[error("URL {0} is {1} bytes; the tester takes URLs of at most {MAX_URL_BYTES}")]
     UrlTooLong(usize, usize),
+    /// `robots_b64` is not base64.
+    #[error("robots_b64 is not standard base64: {0}")]
+    Base64(String),
 }
 
 impl Input {
+    /// Sets the file from its exact bytes; `robots` becomes their text.
+    pub fn set_file(&mut self, bytes: Vec<u8>) {
+        self.robots = String::from_utf8_lossy(&bytes).into_owned();
+        self.exact = Some(bytes);
+    }
+
+    /// The file's exact bytes: as they came, or from `robots_b64` unless
+    /// the text was edited since, or the text's.
+    pub fn file(&self) -> Result<std::borrow::Cow<'_, [u8]>, InputError> {
+        use base64::Engine;
+        if let Some(bytes) = &self.exact {
+            return Ok(bytes.as_slice().into());
+        }
+        if !self.robots_b64.trim().is_empty() {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(self.robots_b64.trim())
+                .map_err(|e| InputError::Base64(e.to_string()))?;
+            if self.robots.is_empty() || same_text(&String::from_utf8_lossy(&bytes), &self.robots) {
+                return Ok(bytes.into());
+            }
+        }
+        Ok(self.robots.as_bytes().into())
+    }
+
+    /// Whether a file was given, in any form.
+    pub fn has_file(&self) -> bool {
+        !self.robots.is_empty() || !self.robots_b64.trim().is_empty() || self.exact.is_some()
+    }
+
+    /// The exact bytes as base64, for the form to carry, when they are not
+    /// UTF-8 (the text cannot carry them then).
+    pub fn carried_b64(&self) -> Option<String> {
+        use base64::Engine;
+        let bytes = self.file().ok()?;
+        std::str::from_utf8(&bytes).is_err().then(|| base64::engine::general_purpose::STANDARD.encode(&bytes))
+    }
+
+    /// Reads a form body or query string, the file's bytes exactly.
+    pub fn from_form(raw: &[u8]) -> Result<Input, String> {
+        let mut input = Input::default();
+        for (name, value) in super::form::pairs(raw) {
+            let text = || String::from_utf8_lossy(&value).into_owned();
+            match name.as_str() {
+                "robots" => {
+                    if !value.is_empty() {
+                        input.set_file(value);
+                    }
+                }
+                "robots_b64" => input.robots_b64 = text(),
+                "agents" => input.agents = text(),
+                "urls" => input.urls = text(),
+                "site" => input.site = text(),
+                "set" => input.set = text(),
+                "revision" => input.revision = revision_number(&text())?,
+                _ => {}
+            }
+        }
+        // The form carries both the text and, for a file that is not
+        // UTF-8, its bytes: the text was edited unless it is their reading.
+        if input.exact.is_some() && !input.robots_b64.is_empty() {
+            let text = input.robots.clone();
+            input.exact = None;
+            let carried = input.file().map_err(|e| e.to_string())?.into_owned();
+            if same_text(&String::from_utf8_lossy(&carried), &text) {
+                input.exact = Some(carried);
+            } else {
+                input.robots_b64.clear();
+                input.exact = Some(text.into_bytes());
+            }
+        }
+        Ok(input)
+    }
     /// The crawlers, trimmed and deduplicated; the defaults when none.
     pub fn agents(&self) -> Result<Vec<String>, InputError> {
         let mut out: Vec<String> = Vec::new();
@@ -203,7 +315,8 @@ pub fn run(
     saved_urls: &[String],
     catalogue: &robotsgate_crawlers::Catalogue,
 ) -> Result<Report, InputError> {
-    let bytes = input.robots.len();
+    let file = input.file()?;
+    let bytes = file.len();
     if bytes > MAX_ROBOTS_BYTES {
         return Err(InputError::RobotsTooLarge(bytes));
     }
@@ -212,9 +325,8 @@ pub fn run(
     let mut agents = input.agents()?;
     agents.sort_by_key(|a| catalogue.purpose_rank(a));
     let urls = input.urls(set)?;
-    let (robots, mut findings) = Robots::parse_linted(input.robots.as_bytes());
-    findings.extend(robotsgate_crawlers::lint::lint(input.robots.as_bytes(), catalogue));
-    findings.sort_by_key(|d| d.line);
+    let robots = Robots::parse(&file);
+    let findings = robotsgate_crawlers::lint::all(&file, catalogue);
     let policy = Policy::Rules(robots);
     let mut rows = Vec::with_capacity(urls.len() * agents.len());
     for Saved { url, expect } in &urls {
@@ -308,6 +420,53 @@ mod tests {
         let lines: Vec<(u32, &str)> = r.lint.iter().map(|f| (f.line, f.severity.as_str())).collect();
         assert_eq!(lines, [(1, "warning"), (2, "warning"), (4, "info")], "{:?}", r.lint);
         assert!(r.lint[0].message.contains("`Googlebot`"), "{:?}", r.lint);
+    }
+
+    /// Google blocks `/caf%E9` under `Disallow: /caf\xE9`; so must the
+    /// tester, however the bytes come.
+    #[test]
+    fn the_file_is_judged_byte_for_byte() {
+        use base64::Engine;
+        let file = b"User-agent: *\nDisallow: /caf\xE9\n".to_vec();
+        let catalogue = robotsgate_crawlers::Catalogue::builtin();
+        let judge = |i: &Input| run(i, &[], None, &[], catalogue).unwrap().rows[0].allowed;
+        let mut exact = input("", "Googlebot", "/caf%E9");
+        exact.set_file(file.clone());
+        assert!(!judge(&exact), "exact bytes");
+        let lossy = input(&String::from_utf8_lossy(&file), "Googlebot", "/caf%E9");
+        assert!(judge(&lossy), "the lossy text is another rule (this is why bytes are kept)");
+        let mut b64 = input("", "Googlebot", "/caf%E9");
+        b64.robots_b64 = base64::engine::general_purpose::STANDARD.encode(&file);
+        assert!(!judge(&b64), "robots_b64");
+        let form =
+            Input::from_form(b"robots=User-agent%3A+*%0ADisallow%3A+%2Fcaf%E9&agents=Googlebot&urls=%2Fcaf%25E9")
+                .unwrap();
+        assert!(!judge(&form), "a URL-encoded form");
+        // The page's round trip: the text as the browser sends it back, and the carried bytes.
+        let carried = exact.carried_b64().expect("not UTF-8, so carried");
+        let back = format!(
+            "robots={}&robots_b64={}&agents=Googlebot&urls=%2Fcaf%25E9",
+            crate::links::encode(&exact.robots.replace('\n', "\r\n")),
+            crate::links::encode(&carried)
+        );
+        assert!(!judge(&Input::from_form(back.as_bytes()).unwrap()), "the form's round trip");
+        // An edit of the text wins over the carried bytes.
+        let edited = format!(
+            "robots=User-agent%3A+*%0ADisallow%3A+%2Fother&robots_b64={}&agents=Googlebot&urls=%2Fcaf%25E9",
+            crate::links::encode(&carried)
+        );
+        assert!(judge(&Input::from_form(edited.as_bytes()).unwrap()), "the edited text");
+    }
+
+    #[test]
+    fn a_revision_is_a_number_or_text() {
+        let i: Input = serde_json::from_str(r#"{"site":"shop","revision":3}"#).unwrap();
+        assert_eq!(i.revision, Some(3));
+        let i: Input = serde_json::from_str(r#"{"site":"shop","revision":"4"}"#).unwrap();
+        assert_eq!(i.revision, Some(4));
+        let i: Input = serde_json::from_str(r#"{"site":"shop","revision":""}"#).unwrap();
+        assert_eq!(i.revision, None);
+        assert!(serde_json::from_str::<Input>(r#"{"revision":"x"}"#).is_err());
     }
 
     #[test]

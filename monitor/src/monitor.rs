@@ -444,6 +444,9 @@ impl Monitor {
                 Err(e) => {
                     let backoff = crate::channels::backoff(alert.attempts);
                     self.store.alert_failed(alert.id, &e.to_string(), now_ms() + backoff).await?;
+                    // The rest are not tried this round: say why they wait.
+                    let waiting = format!("not tried yet: mail to the server failed on alert {}: {e}", alert.id);
+                    self.store.alerts_waiting(&waiting, now_ms()).await?;
                     tracing::warn!(site = %alert.site, error = %e, retry_in_ms = backoff, "alert delivery failed");
                     break;
                 }

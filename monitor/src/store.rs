@@ -526,6 +526,21 @@ impl Store {
         Ok(())
     }
 
+    /// Marks every alert due and never tried as waiting on `error` (the
+    /// mail server failed on another alert, so they were not tried), so
+    /// the alerts page says why they sit in the queue.
+    pub async fn alerts_waiting(&self, error: &str, now: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE alerts SET last_error = $1 WHERE sent_at IS NULL AND attempts = 0 AND next_attempt_at <= $2",
+        )
+        .bind(error)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(q("marking alerts waiting"))?;
+        Ok(())
+    }
+
     /// Records a failed delivery and when to try again.
     pub async fn alert_failed(&self, id: i64, error: &str, retry_at: i64) -> Result<(), StoreError> {
         sqlx::query("UPDATE alerts SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2 WHERE id = $3")

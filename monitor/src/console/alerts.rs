@@ -12,7 +12,7 @@ use crate::store::{Store, StoreError};
 const LIMIT: i64 = 500;
 
 /// An alert as listed.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct AlertLine {
     /// Its id.
     pub id: i64,
@@ -22,7 +22,8 @@ pub struct AlertLine {
     pub created: String,
     /// The subject.
     pub subject: String,
-    /// `sent`, `queued` or `failed`.
+    /// `sent`, `queued`, `waiting` (not tried: the mail server failed on
+    /// another alert; `last_error` says how) or `failed`.
     pub status: &'static str,
     /// Delivery attempts.
     pub attempts: i64,
@@ -59,10 +60,11 @@ pub async fn list(store: &Store) -> Result<Vec<AlertLine>, StoreError> {
                 site: r.try_get("site")?,
                 created: when(Some(r.try_get("created_at")?)),
                 subject: r.try_get("subject")?,
-                status: match (sent, &last_error) {
-                    (Some(_), _) => "sent",
-                    (None, Some(_)) => "failed",
-                    (None, None) => "queued",
+                status: match (sent, &last_error, r.try_get::<i64, _>("attempts")?) {
+                    (Some(_), _, _) => "sent",
+                    (None, Some(_), 0) => "waiting",
+                    (None, Some(_), _) => "failed",
+                    (None, None, _) => "queued",
                 },
                 attempts: r.try_get("attempts")?,
                 last_error: last_error.unwrap_or_default(),

@@ -10,6 +10,7 @@
 //! downloaded as attachments, never rendered.
 
 pub mod alerts;
+pub mod api;
 mod form;
 pub mod overview;
 mod pages;
@@ -52,9 +53,12 @@ pub fn router(monitor: Arc<Monitor>) -> Router {
                 .post(pages::api_test_post)
                 .layer(axum::extract::DefaultBodyLimit::max(pages::TESTER_BODY_LIMIT)),
         )
+        .route("/api/openapi.json", get(api::openapi_json))
         .route("/static/console.css", get(pages::stylesheet))
+        .fallback(api::not_found)
         // A 1 MiB file, form-encoded, is up to three times as long.
         .layer(DefaultBodyLimit::max(4 * tester::MAX_ROBOTS_BYTES))
+        .layer(axum::middleware::from_fn(api::errors))
         .layer(axum::middleware::map_response(|mut response: axum::response::Response| async move {
             let headers = response.headers_mut();
             headers.insert(

@@ -11,7 +11,7 @@ use crate::store::{Store, StoreError};
 pub const PAGE: i64 = 50;
 
 /// A site's row on the sites page.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct SiteLine {
     /// The site.
     pub name: String,
@@ -72,9 +72,10 @@ pub async fn sites(
     // The state filter needs the classification, which is computed here,
     // so a filtered listing reads every matching name and pages after.
     let rows = sqlx::query(
-        "SELECT s.name, st.policy, st.reason, st.at AS changed_at, f.last_at, f.truncated, \
+        "SELECT s.name, st.policy, st.reason, st.at AS changed_at, f.last_at, f.truncated, r.size, \
          (SELECT COUNT(*) FROM alerts a WHERE a.site = s.name AND a.sent_at IS NULL) AS open_alerts \
          FROM sites s LEFT JOIN states st ON st.id = s.state_id LEFT JOIN fetches f ON f.id = s.run_id \
+         LEFT JOIN revisions r ON r.id = f.revision_id \
          WHERE s.name LIKE $1 ESCAPE '\\' ORDER BY s.name",
     )
     .bind(&pattern)
@@ -87,7 +88,11 @@ pub async fn sites(
             let policy: Option<String> = r.try_get("policy")?;
             let reason: Option<String> = r.try_get("reason")?;
             let fetched_at: Option<i64> = r.try_get("last_at")?;
-            let truncated = r.try_get::<Option<i64>, _>("truncated")?.unwrap_or(0) != 0;
+            // Past 500 KiB Google reads no further, whether or not the
+            // fetcher's own cap (a little more) cut the body.
+            let size: Option<i64> = r.try_get("size")?;
+            let past = size.is_some_and(|n| n > rules::parse::MAX_FILE_BYTES as i64);
+            let truncated = r.try_get::<Option<i64>, _>("truncated")?.unwrap_or(0) != 0 || past;
             let stale = fetched_at.is_some_and(|f| now - f > stale_ms);
             let (state, detail) = classify(policy.as_deref(), reason.as_deref(), truncated, stale);
             Ok(SiteLine {

@@ -38,6 +38,13 @@ fn render(t: &impl Template) -> Result<Html<String>, Failure> {
     t.render().map(Html).map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, format!("rendering: {e}")))
 }
 
+/// The policy and reason of a site's current state.
+#[derive(Default)]
+struct CurrentState {
+    policy: String,
+    reason: String,
+}
+
 /// The states a site can be in, for the filter.
 const STATES: [&str; 7] = ["ok", "blocked", "open", "unreachable", "too-large", "stale", "unknown"];
 
@@ -94,17 +101,28 @@ pub async fn sites(State(m): App, Query(filter): Query<Filter>) -> Result<Html<S
 }
 
 /// `GET /api/sites`: the sites page as JSON.
-pub async fn api_sites(State(m): App, Query(filter): Query<Filter>) -> Result<Json<serde_json::Value>, Failure> {
+#[utoipa::path(get, path = "/api/sites",
+    params(
+        ("q" = Option<String>, Query, description = "Part of the site's name"),
+        ("state" = Option<String>, Query, description = "Only sites in this state: ok, blocked, open, unreachable, too-large, stale or unknown"),
+        ("page" = Option<i64>, Query, description = "1-based page"),
+    ),
+    responses(
+        (status = 200, description = "One page of sites", body = super::api::SitesList),
+        (status = 400, description = "A query value of the wrong type", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn api_sites(State(m): App, Query(filter): Query<Filter>) -> Result<Json<super::api::SitesList>, Failure> {
     let (sites, total) = site_lines(&m, &filter).await?;
-    Ok(Json(
-        serde_json::json!({ "total": total, "page": filter.page.unwrap_or(1).max(1), "page_size": PAGE, "sites": sites }),
-    ))
+    Ok(Json(super::api::SitesList { total, page: filter.page.unwrap_or(1).max(1), page_size: PAGE, sites }))
 }
 
 /// One day of the 30-day strip.
-#[derive(Serialize)]
-struct DayCell {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct DayCell {
     date: String,
+    /// The date as the strip labels it (`11-25`).
+    label: String,
     fetches: i64,
     worst: String,
     slowest_ms: i64,
@@ -112,8 +130,9 @@ struct DayCell {
     class: &'static str,
 }
 
-#[derive(Serialize)]
-struct StateView {
+/// A change of what crawlers obey, on a site's timeline.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct StateView {
     at: String,
     policy: String,
     reason: String,
@@ -121,8 +140,9 @@ struct StateView {
     raw_href: Option<String>,
 }
 
-#[derive(Serialize)]
-struct VerdictView {
+/// Today's verdict for one saved URL and crawler.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct VerdictView {
     url: String,
     agent: String,
     purpose: &'static str,
@@ -131,11 +151,17 @@ struct VerdictView {
     broken: bool,
 }
 
-#[derive(Serialize, Template)]
+/// A site's page: its 30-day strip, its timeline and today's verdicts.
+#[derive(Serialize, Template, utoipa::ToSchema)]
 #[template(path = "site.html")]
-struct SitePage {
+pub(crate) struct SitePage {
     name: String,
     location: String,
+    /// `ok`, `blocked`, `open`, `unreachable`, `too-large`, `stale` or `unknown`.
+    state: &'static str,
+    /// Why, in words (the status a blocked site answers, the size of a
+    /// file past 500 KiB).
+    detail: String,
     days: Vec<DayCell>,
     states: Vec<StateView>,
     verdicts: Vec<VerdictView>,
@@ -160,7 +186,14 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
         .map(|day| {
             let date = when(Some(day * DAY_MS))[..10].to_string();
             match recorded.iter().find(|d| d.day == day) {
-                None => DayCell { date, fetches: 0, worst: "none".into(), slowest_ms: 0, class: "none" },
+                None => DayCell {
+                    label: date[5..].to_string(),
+                    date,
+                    fetches: 0,
+                    worst: "none".into(),
+                    slowest_ms: 0,
+                    class: "none",
+                },
                 Some(d) => {
                     let worst = d
                         .outcomes
@@ -172,7 +205,14 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
                             _ => 1,
                         })
                         .unwrap_or_default();
-                    DayCell { date, fetches: d.fetches, class: day_class(&worst), worst, slowest_ms: d.slowest_ms }
+                    DayCell {
+                        label: date[5..].to_string(),
+                        date,
+                        fetches: d.fetches,
+                        class: day_class(&worst),
+                        worst,
+                        slowest_ms: d.slowest_ms,
+                    }
                 }
             }
         })
@@ -191,6 +231,15 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
         .collect();
     let row = m.store().site(name).await?;
     let targets = Monitor::targets(site);
+    // What the site's page says first: its state as the sites page shows it.
+    let filter = Filter { q: name.to_string(), ..Filter::default() };
+    let line = site_lines(m, &filter).await?.0.into_iter().find(|l| l.name == name);
+    let (state, detail) = line.map_or(("unknown", "not fetched yet".to_string()), |l| (l.state, l.detail));
+    let current = history
+        .iter()
+        .find(|s| Some(s.id) == row.state_id)
+        .map(|s| CurrentState { policy: s.policy.clone(), reason: s.reason.clone().unwrap_or_default() })
+        .unwrap_or_default();
     let verdicts = match row.state_id {
         None => Vec::new(),
         Some(id) => m
@@ -204,6 +253,9 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
                 VerdictView {
                     rule: match (v.line, &v.rule) {
                         (Some(l), Some(r)) => format!("line {l}: {r}"),
+                        // Not a rule: the fetch outcome decided (a 5xx or
+                        // 429 reads as disallow all, a 4xx as allow all).
+                        _ if !current.policy.eq("rules") => format!("no rule: {}", current.reason),
                         _ => "no rule".into(),
                     },
                     url: v.url,
@@ -215,20 +267,17 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
             })
             .collect(),
     };
-    // Each URL's crawlers grouped by purpose; URLs stay in their order.
+    // URLs in the order the config lists them; each URL's crawlers grouped
+    // by purpose.
     let mut verdicts = verdicts;
-    let mut first_seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for v in &verdicts {
-        let n = first_seen.len();
-        first_seen.entry(v.url.clone()).or_insert(n);
-    }
-    verdicts.sort_by_key(|v| (first_seen[&v.url], m.catalogue().purpose_rank(&v.agent)));
+    let order = |url: &str| targets.iter().position(|t| t.url == url).unwrap_or(usize::MAX);
+    verdicts.sort_by_key(|v| (order(&v.url), m.catalogue().purpose_rank(&v.agent)));
     let location = match site.source() {
         robotsgate_config::Source::Url(u) => u,
         robotsgate_config::Source::File(p) => p.display().to_string(),
         robotsgate_config::Source::None => String::new(),
     };
-    Ok(SitePage { name: name.to_string(), location, days, states, verdicts })
+    Ok(SitePage { name: name.to_string(), location, state, detail, days, states, verdicts })
 }
 
 /// `GET /sites/{name}`: the 30-day strip, the timeline, today's verdicts.
@@ -237,6 +286,13 @@ pub async fn site(State(m): App, Path(name): Path<String>) -> Result<Html<String
 }
 
 /// `GET /api/sites/{name}`: the site page as JSON.
+#[utoipa::path(get, path = "/api/sites/{name}",
+    params(("name" = String, Path, description = "The site's name in the config")),
+    responses(
+        (status = 200, description = "The site's 30-day strip, timeline and verdicts", body = SitePage),
+        (status = 404, description = "No such site", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn api_site(State(m): App, Path(name): Path<String>) -> Result<Json<serde_json::Value>, Failure> {
     let page = site_page(&m, &name).await?;
     serde_json::to_value(&page).map(Json).map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
@@ -479,11 +535,28 @@ async fn api_test(m: &Monitor, input: Input) -> Response {
     };
     match test(m, &input).await {
         Ok(r) => Json(r).into_response(),
-        Err(e) => (StatusCode::UNPROCESSABLE_ENTITY, Json(serde_json::json!({ "error": e }))).into_response(),
+        Err(e) => super::api::problem(StatusCode::UNPROCESSABLE_ENTITY, e),
     }
 }
 
 /// `GET /api/test`: the tester as JSON, input in the query.
+#[utoipa::path(get, path = "/api/test",
+    params(
+        ("robots" = Option<String>, Query, description = "The robots.txt; its bytes exactly, percent-encoded"),
+        ("robots_b64" = Option<String>, Query, description = "The robots.txt's bytes in standard base64"),
+        ("agents" = Option<String>, Query, description = "Crawler product tokens, one per line or comma-separated"),
+        ("urls" = Option<String>, Query, description = "URLs or paths, one per line"),
+        ("site" = Option<String>, Query, description = "A site whose live file the tested one is compared with"),
+        ("revision" = Option<i64>, Query, description = "A stored revision of `site` to test, when no file is given"),
+        ("set" = Option<String>, Query, description = "A saved URL set, as SITE/SET"),
+    ),
+    responses(
+        (status = 200, description = "Every verdict with its group and deciding line, and the lint", body = tester::Report),
+        (status = 400, description = "A field that cannot be read", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such revision", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Input past a limit, or a site or set that does not exist", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn api_test_get(State(m): App, RawQuery(query): RawQuery) -> Response {
     match Input::from_form(query.unwrap_or_default().as_bytes()) {
         Ok(input) => api_test(&m, input).await,
@@ -492,6 +565,17 @@ pub async fn api_test_get(State(m): App, RawQuery(query): RawQuery) -> Response 
 }
 
 /// `POST /api/test`: the tester as JSON, input as a JSON object.
+#[utoipa::path(post, path = "/api/test",
+    request_body(content = Input, description = "What to test; `revision` may be given as `/api/sites/{name}` gives it", content_type = "application/json"),
+    responses(
+        (status = 200, description = "Every verdict with its group and deciding line, and the lint", body = tester::Report),
+        (status = 400, description = "The body is not JSON", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such revision", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 413, description = "The body is too large", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "JSON of another shape, input past a limit, or a site or set that does not exist", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn api_test_post(State(m): App, Json(input): Json<Input>) -> Response {
     api_test(&m, input).await
 }
@@ -522,6 +606,17 @@ pub async fn revision_by_hash(State(m): App, Path((name, hash)): Path<(String, S
 }
 
 /// `GET /api/sites/{name}/revisions/{id}`: the revision page as JSON.
+#[utoipa::path(get, path = "/api/sites/{name}/revisions/{id}",
+    params(
+        ("name" = String, Path, description = "The site's name in the config"),
+        ("id" = i64, Path, description = "The revision's id, as `/api/sites/{name}` gives it"),
+    ),
+    responses(
+        (status = 200, description = "The revision against the one before: diff, flips, lint", body = super::revision::RevisionPage),
+        (status = 400, description = "The id is not a number", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such site or revision", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn api_revision(State(m): App, Path((name, id)): Path<(String, i64)>) -> Result<Response, Failure> {
     Ok(Json(revision_page(&m, &name, id).await?).into_response())
 }
@@ -533,6 +628,11 @@ pub async fn alerts(State(m): App) -> Result<Html<String>, Failure> {
 }
 
 /// `GET /api/alerts`.
+#[utoipa::path(get, path = "/api/alerts",
+    responses(
+        (status = 200, description = "The newest 500 alerts, with their delivery state", body = Vec<super::alerts::AlertLine>),
+        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn api_alerts(State(m): App) -> Result<Response, Failure> {
     Ok(Json(super::alerts::list(m.store()).await?).into_response())
 }
@@ -567,6 +667,16 @@ pub async fn retry_alert(
 }
 
 /// `POST /api/alerts/{id}/retry` with `Authorization: Bearer TOKEN`.
+#[utoipa::path(post, path = "/api/alerts/{id}/retry",
+    params(("id" = i64, Path, description = "The alert's id")),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "The alert is queued again", body = super::api::Retried),
+        (status = 400, description = "The id is not a number", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "No or a wrong admin token", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No undelivered alert with this id", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn api_retry_alert(
     State(m): App,
     Path(id): Path<i64>,
@@ -578,7 +688,7 @@ pub async fn api_retry_alert(
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or_default();
     let notice = retry(&m, id, token).await?;
-    Ok(Json(serde_json::json!({ "retried": id, "notice": notice })).into_response())
+    Ok(Json(super::api::Retried { retried: id, notice }).into_response())
 }
 
 /// `GET /static/console.css`.

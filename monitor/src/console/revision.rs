@@ -13,7 +13,7 @@ use crate::monitor::Monitor;
 const MAX_LINES: usize = 3_000;
 
 /// One line of the diff.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct DiffLine {
     /// Line number in the older file, if the line is in it.
     pub old: String,
@@ -30,7 +30,7 @@ pub struct DiffLine {
 }
 
 /// A flip as shown.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct FlipView {
     /// The crawler.
     pub agent: String,
@@ -43,7 +43,7 @@ pub struct FlipView {
 }
 
 /// A lint finding as shown.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct FindingView {
     /// 1-based line.
     pub line: u32,
@@ -54,7 +54,7 @@ pub struct FindingView {
 }
 
 /// Everything on the revision page.
-#[derive(Debug, Serialize, Template)]
+#[derive(Debug, Serialize, Template, utoipa::ToSchema)]
 #[template(path = "revision.html")]
 pub struct RevisionPage {
     site: String,

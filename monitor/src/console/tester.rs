@@ -28,7 +28,7 @@ pub const DEFAULT_AGENTS: [&str; 7] =
 /// stored revision, an uploaded file and a form's field keep their exact
 /// bytes ([`Input::exact`]); JSON, which holds only text, can send them as
 /// `robots_b64`.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, utoipa::ToSchema)]
 pub struct Input {
     /// The robots.txt, as text (bytes that are not UTF-8 shown as U+FFFD).
     #[serde(default)]
@@ -41,6 +41,7 @@ pub struct Input {
     /// The exact bytes, when they came as bytes (a revision, an upload, a
     /// form field); never sent.
     #[serde(skip)]
+    #[schema(ignore)]
     pub exact: Option<Vec<u8>>,
     /// Crawler product tokens.
     #[serde(default)]
@@ -53,6 +54,7 @@ pub struct Input {
     pub site: String,
     /// A stored revision of `site` to test, when `robots` is empty.
     #[serde(default, deserialize_with = "empty_as_none")]
+    #[schema(value_type = Option<i64>)]
     pub revision: Option<i64>,
     /// A saved URL set, as `SITE/SET`: its URLs are tested after `urls`,
     /// and their pinned verdicts checked.
@@ -241,7 +243,7 @@ impl Input {
 }
 
 /// One verdict.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Row {
     /// The URL as given.
     pub url: String,
@@ -265,7 +267,7 @@ pub struct Row {
 }
 
 /// One lint finding.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Finding {
     /// 1-based line.
     pub line: u32,
@@ -276,7 +278,7 @@ pub struct Finding {
 }
 
 /// A verdict the file would change against the live revision.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Change {
     /// The URL.
     pub url: String,
@@ -289,7 +291,7 @@ pub struct Change {
 }
 
 /// Everything the tester answers.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Report {
     /// Bytes tested.
     pub bytes: usize,

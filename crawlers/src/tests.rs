@@ -259,7 +259,11 @@ fn an_ai_policy_changes_no_other_crawler_s_verdict_on_the_corpus() {
             }
             for token in &denied {
                 let owner_allows = before.named_agents().any(|a| a.eq_ignore_ascii_case(token.as_bytes()));
-                if !owner_allows {
+                // A token Google's reading cuts short (`AI2Bot` is read as
+                // `AI`) cannot be named as Google reads a file; the gateway's
+                // policy alone decides for it.
+                let nameable = rules::parse::agent_key(token.as_bytes()).is_some_and(|k| k.len() == token.len());
+                if !owner_allows && nameable {
                     assert!(!after.crawler(token).is_allowed("/"), "{:?}: {token} is not denied", e.path());
                 }
             }

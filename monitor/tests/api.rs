@@ -15,6 +15,10 @@ use support::*;
 
 const TOKEN: &str = "api-test-token";
 
+/// Method, target, the path as the document writes it, header fields,
+/// body, and the status expected.
+type Case<'a> = (&'a str, String, &'a str, &'a [(&'a str, &'a str)], &'a [u8], u16);
+
 #[test]
 fn every_answer_matches_the_openapi_document() {
     let dir = temp_dir("console-api");
@@ -50,7 +54,7 @@ fn every_answer_matches_the_openapi_document() {
     let big = vec![b' '; 9 * 1024 * 1024];
     let revision_json = format!(r#"{{"site":"shop","revision":{revision},"urls":"/admin/x"}}"#);
     let revision_path = format!("/api/sites/shop/revisions/{revision}");
-    let cases: Vec<(&str, String, &str, &[(&str, &str)], &[u8], u16)> = vec![
+    let cases: Vec<Case> = vec![
         ("GET", "/api/sites".into(), "/api/sites", &[], b"", 200),
         ("GET", "/api/sites?state=ok&q=sh&page=1".into(), "/api/sites", &[], b"", 200),
         ("GET", "/api/sites?page=abc".into(), "/api/sites", &[], b"", 400),

@@ -147,7 +147,7 @@ fn console_pages_and_tester_in_chromium() {
         c.wait().for_element(Locator::Id("results")).await.expect("results");
         assert_eq!(count(&c, "#verdicts tbody tr").await, 4, "2 URLs x 2 crawlers");
         let first = text(&c, "#verdicts tbody tr").await;
-        assert!(first.contains("blocked") && first.contains("line 2: Disallow: /private"), "{first}");
+        assert!(first.contains("disallowed") && first.contains("line 2: Disallow: /private"), "{first}");
         // Each crawler's purpose, from the catalogue.
         assert!(first.contains("search"), "{first}");
         assert!(text(&c, "#verdicts").await.contains("ai-training"), "GPTBot's purpose");

@@ -167,11 +167,7 @@ impl Input {
         for (name, value) in super::form::pairs(raw) {
             let text = || String::from_utf8_lossy(&value).into_owned();
             match name.as_str() {
-                "robots" => {
-                    if !value.is_empty() {
-                        input.set_file(value);
-                    }
-                }
+                "robots" if !value.is_empty() => input.set_file(value),
                 "robots_b64" => input.robots_b64 = text(),
                 "agents" => input.agents = text(),
                 "urls" => input.urls = text(),

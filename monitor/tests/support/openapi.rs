@@ -63,8 +63,7 @@ pub fn send(addr: SocketAddr, method: &str, target: &str, headers: &[(&str, &str
 
 fn dechunk(mut raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    loop {
-        let Some(end) = raw.windows(2).position(|w| w == b"\r\n") else { break };
+    while let Some(end) = raw.windows(2).position(|w| w == b"\r\n") {
         let size = usize::from_str_radix(String::from_utf8_lossy(&raw[..end]).trim(), 16).unwrap_or(0);
         if size == 0 {
             break;

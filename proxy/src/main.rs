@@ -143,7 +143,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             None => None,
         };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let code = runtime.block_on(proxy::identity::cli::verify(proxy::identity::cli::Request {
+        let code = runtime.block_on(proxy::verify::verify(proxy::verify::Request {
             ip,
             user_agent,
             dns,

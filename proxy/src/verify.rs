@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use robotsgate_crawlers::Catalogue;
 
-use super::dns::{Dns, DnsOptions};
-use super::{Answer, Identity};
+use robotsgate_identity::dns::{Dns, DnsOptions};
+use robotsgate_identity::{Answer, Identity};
 
 /// What to verify, and how.
 #[derive(Debug)]

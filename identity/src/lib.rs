@@ -13,8 +13,11 @@
 //!
 //! A third way to be verified is a valid Web Bot Auth signature
 //! ([`signed`]) made with a key in the operator's key directory.
+//!
+//! Its own crate so that the gateway and the monitor's access-log
+//! importer verify a client address the same way, with the same feeds and
+//! caches, and the daemons still depend on neither each other.
 
-pub mod cli;
 pub mod dns;
 pub mod feeds;
 pub mod prefixes;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts the servers the integration tests use: PostgreSQL
-# (a cluster started with pg_ctlcluster, plus a role and a database) and
-# the aiosmtpd SMTP server (tests start their own on loopback). Exports
+# (a cluster started with pg_ctlcluster, plus a role and a database), the
+# aiosmtpd SMTP server and nginx (tests start their own on loopback; nginx
+# writes the real access log the compliance import reads). Exports
 # ROBOTSGATE_TEST_POSTGRES_URL for the tests. Safe to run again.
 # Meant to be sourced by scripts/test.sh.
 set -euo pipefail
@@ -10,7 +11,7 @@ sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 
 need=()
-for p in postgresql python3-aiosmtpd; do
+for p in postgresql python3-aiosmtpd nginx-light; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if ((${#need[@]})); then

@@ -1,1 +1,419 @@
-//! placeholder
+//! Access-log lines read into the facts a judgement needs: when, which
+//! client, the method and target, the status, the User-Agent and, where
+//! the format carries it, the host. Formats: nginx's and Apache's
+//! `combined` and `common`, Caddy's JSON, and JSON lines with configurable
+//! field names (CDN log exports).
+//!
+//! A line whose request is not an HTTP request line (`"-"`, the bytes of a
+//! TLS handshake sent to a plain port, which nginx logs as `\x16\x03…`) is
+//! [`Skip::NotHttp`], counted apart from lines that are not of the format
+//! at all ([`Skip::Malformed`]). Neither stops an import.
+
+use std::net::IpAddr;
+
+/// One request, as a log line records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Unix milliseconds.
+    pub at_ms: i64,
+    /// The client address.
+    pub client: IpAddr,
+    /// The method.
+    pub method: String,
+    /// The request target as sent (origin form, or absolute form).
+    pub target: Vec<u8>,
+    /// The response status.
+    pub status: u16,
+    /// The User-Agent (empty when the format has none).
+    pub user_agent: String,
+    /// The host, when the format records it.
+    pub host: Option<String>,
+}
+
+/// Why a line gives no entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Skip {
+    /// A request that is no HTTP request line: counted apart.
+    NotHttp,
+    /// Not a line of the format: counted and sampled with its line number.
+    Malformed(String),
+}
+
+/// Field names for JSON-lines logs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JsonFields {
+    /// The time: RFC 3339 text, or Unix seconds (a number, fractions allowed).
+    pub time: String,
+    /// The client address.
+    pub client: String,
+    /// The method.
+    pub method: String,
+    /// The path and query (or the whole request target).
+    pub target: String,
+    /// The status.
+    pub status: String,
+    /// The User-Agent.
+    pub user_agent: String,
+    /// The host, if recorded.
+    pub host: Option<String>,
+}
+
+impl Default for JsonFields {
+    fn default() -> Self {
+        JsonFields {
+            time: "time".into(),
+            client: "client_ip".into(),
+            method: "method".into(),
+            target: "uri".into(),
+            status: "status".into(),
+            user_agent: "user_agent".into(),
+            host: Some("host".into()),
+        }
+    }
+}
+
+/// A log format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// nginx's and Apache's `combined` (and `common`, which lacks the
+    /// referrer and User-Agent: such a line has an empty User-Agent).
+    Combined,
+    /// Caddy's structured access log (`http.log.access`).
+    Caddy,
+    /// One JSON object a line, with these field names.
+    Json(JsonFields),
+}
+
+impl Format {
+    /// Reads one line (without its line end).
+    pub fn read(&self, line: &[u8]) -> Result<Entry, Skip> {
+        match self {
+            Format::Combined => combined(line),
+            Format::Caddy => caddy(line),
+            Format::Json(fields) => json_line(line, fields),
+        }
+    }
+}
+
+fn malformed(why: &str) -> Skip {
+    Skip::Malformed(why.to_string())
+}
+
+/// `ADDR IDENT USER [TIME] "REQUEST" STATUS BYTES ["REFERER" "UA"]`.
+fn combined(line: &[u8]) -> Result<Entry, Skip> {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end_matches(['\r', '\n']);
+    let (client, rest) = text.split_once(' ').ok_or_else(|| malformed("no client address"))?;
+    let client: IpAddr = client.parse().map_err(|_| malformed("the client is not an IP address"))?;
+    let open = rest.find('[').ok_or_else(|| malformed("no [time]"))?;
+    let close = open + rest[open..].find(']').ok_or_else(|| malformed("no ] after the time"))?;
+    let at_ms =
+        clf_time(&rest[open + 1..close]).ok_or_else(|| malformed("the time is not dd/Mon/yyyy:hh:mm:ss +zzzz"))?;
+    let rest = rest[close + 1..].trim_start();
+    let (request, rest) = quoted(rest).ok_or_else(|| malformed("no quoted request"))?;
+    let mut fields = rest.split_whitespace();
+    let status: u16 = fields.next().and_then(|s| s.parse().ok()).ok_or_else(|| malformed("no status"))?;
+    // The bytes sent, `-` for none: a line without them was cut short.
+    let bytes = fields.next().ok_or_else(|| malformed("no byte count: the line is cut short"))?;
+    if bytes != "-" && !bytes.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(malformed("the byte count is not a number"));
+    }
+    // Bytes sent, then (combined) the quoted referrer and User-Agent.
+    let after_bytes = rest.trim_start().splitn(3, ' ').nth(2).unwrap_or("").trim_start();
+    let user_agent = match quoted(after_bytes) {
+        Some((_referer, more)) => quoted(more.trim_start()).map(|(ua, _)| ua).unwrap_or_default(),
+        None => String::new(),
+    };
+    let (method, target) = request_line(&request)?;
+    Ok(Entry { at_ms, client, method, target, status, user_agent, host: None })
+}
+
+/// A quoted field with nginx's and Apache's escapes (`\"`, `\\`, `\xHH`),
+/// and what follows it.
+fn quoted(s: &str) -> Option<(String, &str)> {
+    let body = s.strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = body.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &body[i + 1..])),
+            '\\' => match chars.next() {
+                Some((_, 'x')) => {
+                    let hex: String = chars.by_ref().take(2).map(|(_, c)| c).collect();
+                    match u8::from_str_radix(&hex, 16) {
+                        // Kept as an escape: a byte that is not text marks
+                        // the request as no HTTP request line.
+                        Ok(b) if b.is_ascii_graphic() || b == b' ' => out.push(char::from(b)),
+                        _ => {
+                            out.push('\u{1}');
+                        }
+                    }
+                }
+                Some((_, e)) => out.push(e),
+                None => return None,
+            },
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// `METHOD TARGET HTTP/x.y`; anything else is no HTTP request line.
+fn request_line(request: &str) -> Result<(String, Vec<u8>), Skip> {
+    let mut parts = request.split(' ');
+    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(Skip::NotHttp);
+    };
+    let token = !method.is_empty() && method.bytes().all(|b| b.is_ascii_uppercase() || b == b'-' || b == b'_');
+    if !token || !version.starts_with("HTTP/") || target.is_empty() || target.contains('\u{1}') {
+        return Err(Skip::NotHttp);
+    }
+    Ok((method.to_string(), target.as_bytes().to_vec()))
+}
+
+/// `10/Oct/2000:13:55:36 -0700` as Unix milliseconds.
+fn clf_time(s: &str) -> Option<i64> {
+    let (date, zone) = s.split_once(' ')?;
+    let mut p = date.split([':', '/']);
+    let day: i64 = p.next()?.parse().ok()?;
+    let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        .iter()
+        .position(|m| Some(*m) == p.clone().next())? as i64
+        + 1;
+    p.next();
+    let year: i64 = p.next()?.parse().ok()?;
+    let (h, m, sec): (i64, i64, i64) = (p.next()?.parse().ok()?, p.next()?.parse().ok()?, p.next()?.parse().ok()?);
+    let sign = match zone.as_bytes().first()? {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return None,
+    };
+    let zh: i64 = zone.get(1..3)?.parse().ok()?;
+    let zm: i64 = zone.get(3..5)?.parse().ok()?;
+    if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + h * 3600 + m * 60 + sec - sign * (zh * 3600 + zm * 60);
+    Some(secs * 1000)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// RFC 3339 text (`2026-11-25T10:00:00.123Z`, `…+01:00`) as Unix ms.
+fn rfc3339(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d, h, mi, se) = (n(0..4)?, n(5..7)?, n(8..10)?, n(11..13)?, n(14..16)?, n(17..19)?);
+    let mut i = 19;
+    let mut ms = 0;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        let frac = &s[start..i];
+        ms = format!("{:0<3}", &frac[..frac.len().min(3)]).parse().ok()?;
+    }
+    let offset = match b.get(i)? {
+        b'Z' | b'z' => 0,
+        b'+' | b'-' => {
+            let sign = if b[i] == b'+' { 1 } else { -1 };
+            sign * (n(i + 1..i + 3)? * 3600 + n(i + 4..i + 6)? * 60)
+        }
+        _ => return None,
+    };
+    Some((days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + se - offset) * 1000 + ms)
+}
+
+fn json_time(v: &serde_json::Value) -> Option<i64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_f64().map(|s| (s * 1000.0).round() as i64),
+        serde_json::Value::String(s) => {
+            rfc3339(s).or_else(|| s.parse::<f64>().ok().map(|s| (s * 1000.0).round() as i64))
+        }
+        _ => None,
+    }
+}
+
+/// A field by a dotted path (`request.headers.User-Agent`).
+fn field<'v>(v: &'v serde_json::Value, path: &str) -> Option<&'v serde_json::Value> {
+    path.split('.').try_fold(v, |v, k| v.get(k))
+}
+
+fn text(v: Option<&serde_json::Value>) -> Option<String> {
+    match v? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        // Caddy logs header values as lists.
+        serde_json::Value::Array(a) => a.first().and_then(|x| x.as_str()).map(str::to_string),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn json_object(line: &[u8]) -> Result<serde_json::Value, Skip> {
+    let v: serde_json::Value = serde_json::from_slice(line).map_err(|e| Skip::Malformed(format!("not JSON: {e}")))?;
+    if v.is_object() { Ok(v) } else { Err(malformed("not a JSON object")) }
+}
+
+fn entry(
+    at: Option<i64>,
+    client: Option<String>,
+    method: Option<String>,
+    target: Option<String>,
+    status: Option<String>,
+    user_agent: Option<String>,
+    host: Option<String>,
+) -> Result<Entry, Skip> {
+    let at_ms = at.ok_or_else(|| malformed("no time"))?;
+    let client = client.ok_or_else(|| malformed("no client address"))?;
+    // `ip:port`, `[v6]:port` or a bare address.
+    let bare = client.strip_prefix('[').and_then(|c| c.split_once(']')).map(|(a, _)| a.to_string());
+    let client: IpAddr = match bare {
+        Some(a) => a.parse(),
+        None => client.parse().or_else(|_| client.rsplit_once(':').map_or(client.parse(), |(a, _)| a.parse())),
+    }
+    .map_err(|_| malformed("the client is not an IP address"))?;
+    let method = method.ok_or(Skip::NotHttp)?;
+    let target = target.filter(|t| !t.is_empty()).ok_or(Skip::NotHttp)?;
+    let status: u16 = status.and_then(|s| s.parse().ok()).ok_or_else(|| malformed("no status"))?;
+    Ok(Entry {
+        at_ms,
+        client,
+        method,
+        target: target.into_bytes(),
+        status,
+        user_agent: user_agent.unwrap_or_default(),
+        host,
+    })
+}
+
+fn caddy(line: &[u8]) -> Result<Entry, Skip> {
+    let v = json_object(line)?;
+    let r = v.get("request").ok_or_else(|| malformed("no `request`"))?;
+    entry(
+        v.get("ts").and_then(json_time),
+        text(r.get("client_ip")).or_else(|| text(r.get("remote_ip"))),
+        text(r.get("method")),
+        text(r.get("uri")),
+        text(v.get("status")),
+        text(field(r, "headers.User-Agent")),
+        text(r.get("host")),
+    )
+}
+
+fn json_line(line: &[u8], f: &JsonFields) -> Result<Entry, Skip> {
+    let v = json_object(line)?;
+    entry(
+        field(&v, &f.time).and_then(json_time),
+        text(field(&v, &f.client)),
+        text(field(&v, &f.method)),
+        text(field(&v, &f.target)),
+        text(field(&v, &f.status)),
+        text(field(&v, &f.user_agent)),
+        f.host.as_deref().and_then(|h| text(field(&v, h))),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UA: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+    #[test]
+    fn combined_and_common() {
+        let line = format!(r#"66.249.66.1 - - [25/Nov/2026:10:00:00 +0000] "GET /a?b=1 HTTP/1.1" 200 512 "-" "{UA}""#);
+        let e = Format::Combined.read(line.as_bytes()).unwrap();
+        assert_eq!(e.at_ms, 1_795_600_800_000);
+        assert_eq!((e.method.as_str(), e.target.as_slice(), e.status), ("GET", b"/a?b=1".as_slice(), 200));
+        assert_eq!(e.user_agent, UA);
+        // The zone moves the instant.
+        let shifted = Format::Combined
+            .read(br#"66.249.66.1 - - [25/Nov/2026:11:00:00 +0100] "GET / HTTP/1.1" 200 1 "-" "x""#)
+            .unwrap();
+        assert_eq!(shifted.at_ms, e.at_ms);
+        let common =
+            Format::Combined.read(br#"::1 - bob [25/Nov/2026:10:00:00 +0000] "HEAD /x HTTP/1.0" 404 0"#).unwrap();
+        assert_eq!(
+            (common.client.to_string().as_str(), common.method.as_str(), common.user_agent.as_str()),
+            ("::1", "HEAD", "")
+        );
+        // Escapes in quoted fields.
+        let esc = Format::Combined
+            .read(br#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "GET /q?x=\"y\" HTTP/1.1" 200 1 "-" "a \"quoted\" bot""#)
+            .unwrap();
+        assert_eq!((esc.target.as_slice(), esc.user_agent.as_str()), (br#"/q?x="y""#.as_slice(), r#"a "quoted" bot"#));
+        let absolute = Format::Combined
+            .read(br#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "GET http://other.example/x HTTP/1.1" 200 1 "-" "b""#)
+            .unwrap();
+        assert_eq!(absolute.target, b"http://other.example/x");
+    }
+
+    #[test]
+    fn not_http_is_apart_from_malformed() {
+        for line in [
+            r#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "-" 400 0 "-" "-""#,
+            r#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "\x16\x03\x01\x02\x00\x01\x00\x01\xFC\x03\x03" 400 157 "-" "-""#,
+            r#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "GET /" 400 0 "-" "-""#,
+        ] {
+            assert_eq!(Format::Combined.read(line.as_bytes()), Err(Skip::NotHttp), "{line}");
+        }
+        for line in [
+            "",
+            "garbage",
+            r#"not-an-ip - - [25/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-""#,
+            r#"1.2.3.4 - - [25/Foo/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-""#,
+            r#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" abc 1 "-" "-""#,
+            r#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1"#,
+            r#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200"#,
+        ] {
+            assert!(matches!(Format::Combined.read(line.as_bytes()), Err(Skip::Malformed(_))), "{line}");
+        }
+    }
+
+    #[test]
+    fn caddy_and_json_lines() {
+        let caddy = br#"{"level":"info","ts":1795600800.25,"logger":"http.log.access","msg":"handled request","request":{"remote_ip":"66.249.66.1","remote_port":"4242","client_ip":"66.249.66.1","proto":"HTTP/1.1","method":"GET","host":"shop.example","uri":"/a","headers":{"User-Agent":["Googlebot/2.1"]}},"status":200}"#;
+        let e = Format::Caddy.read(caddy).unwrap();
+        assert_eq!(
+            (e.at_ms, e.host.as_deref(), e.user_agent.as_str()),
+            (1_795_600_800_250, Some("shop.example"), "Googlebot/2.1")
+        );
+        let fields = JsonFields {
+            time: "EdgeStartTimestamp".into(),
+            client: "ClientIP".into(),
+            method: "ClientRequestMethod".into(),
+            target: "ClientRequestURI".into(),
+            status: "EdgeResponseStatus".into(),
+            user_agent: "ClientRequestUserAgent".into(),
+            host: Some("ClientRequestHost".into()),
+        };
+        let cdn = br#"{"EdgeStartTimestamp":"2026-11-25T10:00:00.5Z","ClientIP":"2001:db8::7","ClientRequestMethod":"GET","ClientRequestURI":"/x","EdgeResponseStatus":403,"ClientRequestUserAgent":"GPTBot/1.1","ClientRequestHost":"shop.example"}"#;
+        let e = Format::Json(fields).read(cdn).unwrap();
+        assert_eq!((e.at_ms, e.status, e.client.to_string()), (1_795_600_800_500, 403, "2001:db8::7".to_string()));
+        assert!(matches!(Format::Caddy.read(b"{\"ts\":1"), Err(Skip::Malformed(_))));
+        assert!(matches!(Format::Json(JsonFields::default()).read(b"[1,2]"), Err(Skip::Malformed(_))));
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(rfc3339("2026-11-25T11:00:00+01:00"), rfc3339("2026-11-25T10:00:00Z"));
+        assert_eq!(clf_time("01/Jan/1970:00:00:00 +0000"), Some(0));
+        assert_eq!(clf_time("29/Feb/2024:23:59:59 +0000"), Some(1_709_251_199_000));
+    }
+}

@@ -69,6 +69,9 @@ pub struct Config {
     /// How long fetch rows are kept; revisions are kept forever.
     #[serde(default = "default_retention", with = "humantime_serde_compat")]
     pub fetch_retention: Duration,
+    /// How long compliance ledger rows are kept (by their UTC day).
+    #[serde(default = "default_retention", with = "humantime_serde_compat")]
+    pub compliance_retention: Duration,
     /// How long robots.txt may fail (5xx, 429, no answer) before the outage
     /// is critical. Google stops crawling at the first failure, but short
     /// CDN blips are common: with `15m`, an outage is a warning when it

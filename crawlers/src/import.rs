@@ -57,6 +57,8 @@ pub fn ai_robots_txt(json: &str, known: &Catalogue) -> Result<Vec<Crawler>, Impo
             verify: Verify::default(),
             source: link.map_or_else(|| SOURCE.to_string(), |l| format!("{l} (via {SOURCE})")),
             purpose_source: Some(SOURCE.to_string()),
+            robots_cache: None,
+            robots_cache_source: None,
         });
     }
     Ok(out)

@@ -138,6 +138,25 @@ pub struct Crawler {
     /// Where its purpose comes from, when not from `source`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purpose_source: Option<String>,
+    /// How long it keeps a fetched robots.txt, as its operator documents
+    /// it (`24h`); unset: RFC 9309's 24 hours. The compliance ledger's
+    /// window: a request is judged against what the crawler could hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robots_cache: Option<String>,
+    /// Where `robots_cache` comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub robots_cache_source: Option<String>,
+}
+
+/// RFC 9309 §2.4: a crawler should not use a cached robots.txt for more
+/// than 24 hours. The window of a crawler whose operator documents none.
+pub const DEFAULT_ROBOTS_CACHE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+impl Crawler {
+    /// How long it may hold a fetched robots.txt: `robots_cache`, or 24 h.
+    pub fn robots_cache(&self) -> std::time::Duration {
+        self.robots_cache.as_deref().and_then(|t| humantime::parse_duration(t).ok()).unwrap_or(DEFAULT_ROBOTS_CACHE)
+    }
 }
 
 #[derive(Deserialize)]
@@ -227,6 +246,11 @@ impl Catalogue {
             }
             if entries[..index].iter().any(|o| o.token.eq_ignore_ascii_case(&c.token)) {
                 return Err(bad("this token is listed twice"));
+            }
+            if let Some(t) = &c.robots_cache
+                && humantime::parse_duration(t).is_err()
+            {
+                return Err(bad(&format!("robots_cache `{t}` is not a duration (`24h`, `1d`)")));
             }
             if !c.sends && !c.verify.is_empty() {
                 return Err(bad("a usage token sends no request, so there is nothing to verify"));

@@ -329,6 +329,39 @@ impl Identity {
         Verdict { answer: judged.answer().unwrap_or(Answer::Pending), why: judged.why(crawler, ip) }
     }
 
+    /// Verification as a config sets it up: feeds kept in `dir`, reverse
+    /// DNS when `dns` is given, only the crawlers `only` names (all when
+    /// empty). The gateway and the log importer build it alike.
+    pub fn setup(
+        catalogue: Catalogue,
+        dir: &std::path::Path,
+        dns: Option<&dns::DnsOptions>,
+        only: &[String],
+    ) -> Result<Identity, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let dns = dns.map(Dns::new).transpose()?;
+        Ok(Identity::only(catalogue, Some(dir), dns, only))
+    }
+
+    /// Refreshes every feed and key directory once, now, each bounded by
+    /// `timeout`; a feed that fails keeps its copy. For one-off work (a log
+    /// import) that cannot wait for the background refresh.
+    pub async fn refresh_now(&self, timeout: std::time::Duration) {
+        let Ok(client) = reqwest::Client::builder()
+            .timeout(timeout)
+            .user_agent(concat!("robotsgate/", env!("CARGO_PKG_VERSION")))
+            .build()
+        else {
+            return;
+        };
+        for feed in self.feeds.values() {
+            let _ = feed.refresh(&client).await;
+        }
+        for directory in self.directories.values() {
+            let _ = directory.refresh(&client).await;
+        }
+    }
+
     /// Starts refreshing every feed now and every `every` after, on the
     /// identity runtime.
     pub fn keep_fresh(&self, every: std::time::Duration) -> Result<(), String> {

@@ -5,6 +5,7 @@
 
 pub mod change;
 pub mod channels;
+pub mod compliance;
 pub mod console;
 pub mod digest;
 pub mod excerpt;

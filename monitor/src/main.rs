@@ -75,8 +75,80 @@ enum Command {
         /// The site's name.
         site: String,
     },
+    /// Import access logs (plain or .gz) and judge every crawler request
+    /// against the robots.txt the crawler could hold; the same bytes twice
+    /// count once.
+    Ingest {
+        /// The site the logs are of.
+        #[arg(long)]
+        site: String,
+        /// `combined` (nginx and Apache; `common` lines too), `caddy`, or
+        /// `json` (one object a line; see --field).
+        #[arg(long, default_value = "combined")]
+        format: String,
+        /// For `json`: a field name, as `time=ts`, `client=ip`, `method=m`,
+        /// `target=uri`, `status=code`, `user_agent=ua`, `host=host`
+        /// (dotted for nested: `request.uri`). Repeat for each.
+        #[arg(long = "field")]
+        fields: Vec<String>,
+        /// `text` or `json`.
+        #[arg(long, default_value = "text")]
+        output: String,
+        /// The log files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// What crawlers did on a site: requests, violations, grace, identity,
+    /// and each one's last robots.txt read.
+    Compliance {
+        /// The site's name.
+        site: String,
+        /// Only this crawler.
+        #[arg(long)]
+        crawler: Option<String>,
+        /// How far back (`7d`, `30d`).
+        #[arg(long, default_value = "7d")]
+        since: humantime::Duration,
+        /// `text` or `json`.
+        #[arg(long, default_value = "text")]
+        format: String,
+    },
     /// Load and validate the configuration, then exit.
     CheckConfig,
+}
+
+/// The log format the `ingest` flags name.
+fn log_format(format: &str, fields: &[String]) -> anyhow::Result<robotsgate_compliance::log::Format> {
+    use robotsgate_compliance::log::{Format, JsonFields};
+    Ok(match format {
+        "combined" | "common" => Format::Combined,
+        "caddy" => Format::Caddy,
+        "json" => {
+            let mut f = JsonFields::default();
+            for pair in fields {
+                let (key, name) =
+                    pair.split_once('=').ok_or_else(|| anyhow::anyhow!("--field `{pair}`: write KEY=NAME"))?;
+                let slot = match key {
+                    "time" => &mut f.time,
+                    "client" => &mut f.client,
+                    "method" => &mut f.method,
+                    "target" => &mut f.target,
+                    "status" => &mut f.status,
+                    "user_agent" => &mut f.user_agent,
+                    "host" => {
+                        f.host = Some(name.to_string());
+                        continue;
+                    }
+                    other => anyhow::bail!(
+                        "--field `{other}`: the keys are time, client, method, target, status, user_agent, host"
+                    ),
+                };
+                *slot = name.to_string();
+            }
+            Format::Json(f)
+        }
+        other => anyhow::bail!("--format `{other}`: use combined, common, caddy or json"),
+    })
 }
 
 fn main() -> ExitCode {
@@ -168,6 +240,41 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Fetches { site, days } => write!(stdout, "{}", report::fetches(&m, &site, days).await?)?,
         Command::Test { site } => write!(stdout, "{}", report::test(&m, &site).await?)?,
+        Command::Ingest { site, format, fields, output, files } => {
+            let format = log_format(&format, &fields)?;
+            let reports = monitor::compliance::ingest::ingest(&m, &site, &files, &format).await?;
+            if output == "json" {
+                writeln!(stdout, "{}", serde_json::to_string_pretty(&reports)?)?;
+            } else {
+                for r in &reports {
+                    writeln!(
+                        stdout,
+                        "{}: {} lines ({} read before), {} crawler requests judged, {} robots.txt fetches, {} other clients, {} for other hosts, {} not HTTP, {} malformed",
+                        r.path,
+                        r.lines,
+                        r.already,
+                        r.judged,
+                        r.fetches,
+                        r.others,
+                        r.other_hosts,
+                        r.not_http,
+                        r.malformed
+                    )?;
+                    for (line, why) in &r.bad_samples {
+                        writeln!(stdout, "  line {line}: {why}")?;
+                    }
+                }
+            }
+        }
+        Command::Compliance { site, crawler, since, format } => {
+            let days = (since.as_secs() / 86_400).max(1) as i64;
+            let lines = monitor::compliance::report::summary(&m, &site, days, crawler.as_deref()).await?;
+            if format == "json" {
+                writeln!(stdout, "{}", serde_json::to_string_pretty(&lines)?)?;
+            } else {
+                write!(stdout, "{}", monitor::compliance::report::text(&site, &lines, monitor::monitor::now_ms()))?;
+            }
+        }
         Command::CheckConfig => {}
     }
     Ok(ExitCode::SUCCESS)

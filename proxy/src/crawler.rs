@@ -32,6 +32,8 @@ impl Crawlers {
                 verify: Verify::default(),
                 source: "proxy.crawlers in the config".into(),
                 purpose_source: None,
+                robots_cache: None,
+                robots_cache_source: None,
             })
             .collect();
         // A bad extra token (spaces, punctuation) could not name a group;

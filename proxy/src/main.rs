@@ -21,7 +21,7 @@ use proxy::crawler::Crawlers;
 use proxy::forward::Front;
 use proxy::gateway::{FrontedSite, Gateway};
 use proxy::identity::Identity;
-use proxy::identity::dns::{Dns, DnsOptions};
+use proxy::identity::dns::DnsOptions;
 use proxy::identity::prefixes::Prefixes;
 use proxy::metrics::Metrics;
 use proxy::pipeline::Pipeline;
@@ -241,19 +241,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let (identity, trusted) = match &settings.identity {
         Some(id) => {
             let dir = id.feeds_dir.clone().unwrap_or_else(|| settings.state_dir.join("feeds"));
-            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            let dns = if id.reverse_dns {
-                let options = DnsOptions {
-                    servers: id.dns_servers.clone(),
-                    timeout: id.dns_timeout,
-                    budget: id.budget,
-                    in_flight: id.dns_in_flight,
-                };
-                Some(Dns::new(&options).map_err(anyhow::Error::msg)?)
-            } else {
-                None
-            };
-            let identity = Identity::only(crawlers.catalogue().clone(), Some(&dir), dns, &id.only);
+            let dns = id.reverse_dns.then(|| DnsOptions {
+                servers: id.dns_servers.clone(),
+                timeout: id.dns_timeout,
+                budget: id.budget,
+                in_flight: id.dns_in_flight,
+            });
+            let identity = Identity::setup(crawlers.catalogue().clone(), &dir, dns.as_ref(), &id.only)
+                .map_err(anyhow::Error::msg)?;
             if id.fetch {
                 identity.keep_fresh(id.refresh).map_err(anyhow::Error::msg)?;
             }

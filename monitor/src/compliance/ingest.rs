@@ -1,0 +1,363 @@
+//! `robots-monitor ingest --site NAME FILE…`: access logs read, each
+//! crawler request judged against the robots.txt the crawler could hold,
+//! and counted into the ledger.
+//!
+//! - A file is known by the hash of its first line, so a rotated copy, or
+//!   the same bytes compressed (`.gz`), is the same file; how far it was
+//!   read is kept in the database and written in the same transaction as
+//!   the counts it produced. Importing the same bytes twice counts them
+//!   once, and a kill at any moment loses and doubles nothing.
+//! - Only complete lines are read; a last line still being written waits
+//!   for the next import.
+//! - The client address is verified as the gateway verifies it (the same
+//!   `robotsgate-identity`, its feeds and DNS settings from `proxy.identity`),
+//!   each (crawler, address) once per import.
+//! - Memory stays bounded: a file is streamed, and counts are written every
+//!   [`BATCH_LINES`] lines.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use robotsgate_compliance::log::{Format, Skip};
+use robotsgate_compliance::{At, Fetch, Identity, Outcome, Request, Timeline};
+use robotsgate_crawlers::Catalogue;
+
+use super::ledger::{self, FileState, Key, Read as Fetched, Tally};
+use super::{DAY_MS, timeline};
+use crate::monitor::Monitor;
+
+/// Lines between commits.
+pub const BATCH_LINES: i64 = 100_000;
+/// Unreadable lines kept as samples, per file.
+pub const BAD_SAMPLES: i64 = 20;
+/// Distinct User-Agents remembered while reading (bounded memory).
+const MAX_AGENTS: usize = 50_000;
+
+/// What one file's import did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct FileReport {
+    /// The file.
+    pub path: String,
+    /// Its identity (the hash of its first line).
+    pub file_id: String,
+    /// Lines read by this import.
+    pub lines: i64,
+    /// Lines an earlier import had read already.
+    pub already: i64,
+    /// Crawler requests judged.
+    pub judged: i64,
+    /// robots.txt fetches by crawlers, recorded.
+    pub fetches: i64,
+    /// Requests from no catalogued crawler.
+    pub others: i64,
+    /// Requests for another host.
+    pub other_hosts: i64,
+    /// Lines whose request is no HTTP request line.
+    pub not_http: i64,
+    /// Lines not of the format.
+    pub malformed: i64,
+    /// The first malformed lines, with their numbers.
+    pub bad_samples: Vec<(i64, String)>,
+}
+
+/// Verification for imports: the gateway's, from `proxy.identity`.
+async fn verification(m: &Monitor) -> anyhow::Result<Option<robotsgate_identity::Identity>> {
+    let Some(settings) = m.config().proxy.as_ref() else { return Ok(None) };
+    let Some(id) = settings.identity.as_ref() else { return Ok(None) };
+    let dir = id.feeds_dir.clone().unwrap_or_else(|| settings.state_dir.join("feeds"));
+    let dns = id.reverse_dns.then(|| robotsgate_identity::dns::DnsOptions {
+        servers: id.dns_servers.clone(),
+        timeout: id.dns_timeout,
+        budget: id.budget,
+        in_flight: id.dns_in_flight,
+    });
+    let identity = robotsgate_identity::Identity::setup(m.catalogue().clone(), &dir, dns.as_ref(), &id.only)
+        .map_err(anyhow::Error::msg)?;
+    if id.fetch {
+        identity.refresh_now(Duration::from_secs(10)).await;
+    }
+    Ok(Some(identity))
+}
+
+fn answer(a: robotsgate_identity::Answer) -> Identity {
+    match a {
+        robotsgate_identity::Answer::Verified => Identity::Verified,
+        robotsgate_identity::Answer::Spoofed => Identity::Spoofed,
+        robotsgate_identity::Answer::Pending => Identity::Pending,
+        robotsgate_identity::Answer::Unverifiable => Identity::Unverifiable,
+    }
+}
+
+/// The hosts that name `site`: its URL's, and the gateway's `hosts`.
+fn hosts_of(m: &Monitor, site: &str) -> Vec<String> {
+    let Some(s) = m.site(site) else { return Vec::new() };
+    let mut hosts: Vec<String> = s.proxy.as_ref().map(|p| p.hosts.clone()).unwrap_or_default();
+    if let Some(u) = s.url.as_deref().and_then(|u| url::Url::parse(u).ok())
+        && let Some(h) = u.host_str()
+    {
+        hosts.push(h.to_string());
+    }
+    hosts.iter().map(|h| h.to_ascii_lowercase()).collect()
+}
+
+/// Opens `path`, decompressing gzip (by its magic bytes, whatever the name).
+fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
+    let mut file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut magic = [0u8; 2];
+    let n = file.read(&mut magic).with_context(|| format!("reading {}", path.display()))?;
+    let head = std::io::Cursor::new(magic[..n].to_vec()).chain(file);
+    Ok(if magic[..n] == [0x1f, 0x8b] {
+        Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(head)))
+    } else {
+        Box::new(BufReader::with_capacity(1 << 16, head))
+    })
+}
+
+/// A file's identity: the SHA-256 of its first complete line; `None`
+/// while it has none.
+fn file_id(path: &Path) -> anyhow::Result<Option<String>> {
+    let mut reader = open(path)?;
+    let mut first = Vec::new();
+    (&mut reader)
+        .take(64 * 1024)
+        .read_until(b'\n', &mut first)
+        .with_context(|| format!("reading {}", path.display()))?;
+    if !first.ends_with(b"\n") {
+        return Ok(None);
+    }
+    Ok(Some(robotsgate_history::body_hash(&first)))
+}
+
+/// What a crawler's robots.txt fetch got, read from its log line: a 200
+/// or 304 got what the site served then; another status is that status.
+fn fetched(timeline: &Timeline, at: At, status: u16) -> Option<Outcome> {
+    match status {
+        200 | 304 => Some(timeline.at(at).cloned().unwrap_or_else(|| Outcome::status(200))),
+        300..=399 => None,
+        s => Some(Outcome::status(s)),
+    }
+}
+
+/// A fetch as the ledger kept it, read back against the timeline's bodies.
+fn fetch_of(read: &Fetched, bodies: &HashMap<i64, Outcome>) -> Fetch {
+    let outcome = match (read.revision, read.status) {
+        (rev, _) if rev > 0 => bodies.get(&rev).cloned().unwrap_or_else(|| Outcome::status(200)),
+        (_, s) if s > 0 => Outcome::status(u16::try_from(s).unwrap_or(500)),
+        _ => Outcome::unreachable(),
+    };
+    Fetch { at: At { ms: read.at, seq: u64::try_from(read.seq).unwrap_or(0) }, outcome }
+}
+
+/// Imports `paths` for `site` in `format`.
+pub async fn ingest(m: &Monitor, site: &str, paths: &[PathBuf], format: &Format) -> anyhow::Result<Vec<FileReport>> {
+    anyhow::ensure!(m.site(site).is_some(), "no site named `{site}` in the config");
+    let (timeline, bodies) = timeline::of(m.store(), site).await?;
+    let hosts = hosts_of(m, site);
+    let identity = verification(m).await?;
+    let mut fetches: HashMap<String, Fetch> =
+        ledger::reads(m.store(), site).await?.iter().map(|(c, r)| (c.clone(), fetch_of(r, &bodies))).collect();
+    let mut reader = Reader {
+        catalogue: m.catalogue().clone(),
+        agents: HashMap::new(),
+        verified: HashMap::new(),
+        identity,
+        timeline,
+        hosts,
+    };
+    let mut reports = Vec::new();
+    for path in paths {
+        reports.push(reader.file(m, site, path, format, &mut fetches).await?);
+    }
+    let keep = m.config().compliance_retention.as_millis() as i64;
+    let before = (crate::monitor::now_ms() - keep).div_euclid(DAY_MS);
+    ledger::prune(m.store(), before).await?;
+    Ok(reports)
+}
+
+/// The state one import carries from line to line.
+struct Reader {
+    catalogue: Catalogue,
+    /// User-Agent to (crawler index, word), or none.
+    agents: HashMap<String, Option<(usize, String)>>,
+    /// (crawler index, address) to the identity answer.
+    verified: HashMap<(usize, IpAddr), Identity>,
+    identity: Option<robotsgate_identity::Identity>,
+    timeline: Timeline,
+    hosts: Vec<String>,
+}
+
+impl Reader {
+    /// The crawler a User-Agent claims: its index and word.
+    fn claim(&mut self, user_agent: &str) -> Option<(usize, String)> {
+        if let Some(c) = self.agents.get(user_agent) {
+            return c.clone();
+        }
+        let found = self.catalogue.claim(user_agent).and_then(|(c, word)| {
+            let i = self.catalogue.crawlers().iter().position(|x| std::ptr::eq(x, c))?;
+            Some((i, word.to_string()))
+        });
+        if self.agents.len() >= MAX_AGENTS {
+            self.agents.clear();
+        }
+        self.agents.insert(user_agent.to_string(), found.clone());
+        found
+    }
+
+    async fn verify(&mut self, crawler: usize, ip: IpAddr) -> Identity {
+        let Some(identity) = &self.identity else { return Identity::Unverifiable };
+        if let Some(a) = self.verified.get(&(crawler, ip)) {
+            return *a;
+        }
+        let c = &self.catalogue.crawlers()[crawler];
+        let a = answer(identity.verify(c, ip, None).await.answer);
+        if self.verified.len() >= MAX_AGENTS {
+            self.verified.clear();
+        }
+        self.verified.insert((crawler, ip), a);
+        a
+    }
+
+    async fn file(
+        &mut self,
+        m: &Monitor,
+        site: &str,
+        path: &Path,
+        format: &Format,
+        fetches: &mut HashMap<String, Fetch>,
+    ) -> anyhow::Result<FileReport> {
+        let shown = path.display().to_string();
+        let mut report = FileReport { path: shown.clone(), ..FileReport::default() };
+        let Some(id) = file_id(path)? else { return Ok(report) };
+        report.file_id = id.clone();
+        let mut state = ledger::file_state(m.store(), site, &id).await?;
+        let mut input = open(path)?;
+        let (mut rows, mut reads): (HashMap<Key, Tally>, HashMap<String, Fetched>) = Default::default();
+        let mut bad: Vec<(i64, String, String)> = Vec::new();
+        let (mut offset, mut line_no, mut since_commit) = (0i64, 0i64, 0i64);
+        let mut line = Vec::with_capacity(1024);
+        loop {
+            line.clear();
+            let n = input.read_until(b'\n', &mut line).with_context(|| format!("reading {shown}"))?;
+            if n == 0 || !line.ends_with(b"\n") {
+                break;
+            }
+            offset += n as i64;
+            line_no += 1;
+            if offset <= state.read_bytes {
+                report.already += 1;
+                continue;
+            }
+            report.lines += 1;
+            state.lines += 1;
+            state.read_bytes = offset;
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            match format.read(text) {
+                Err(Skip::NotHttp) => {
+                    state.not_http += 1;
+                    report.not_http += 1;
+                }
+                Err(Skip::Malformed(why)) => {
+                    state.malformed += 1;
+                    report.malformed += 1;
+                    if state.malformed <= BAD_SAMPLES {
+                        let sample = String::from_utf8_lossy(&text[..text.len().min(500)]).into_owned();
+                        report.bad_samples.push((line_no, why.clone()));
+                        bad.push((line_no, why, sample));
+                    }
+                }
+                Ok(entry) => {
+                    let other_host = entry.host.as_deref().is_some_and(|h| {
+                        let h = h
+                            .rsplit_once(':')
+                            .map_or(h, |(a, p)| if p.bytes().all(|b| b.is_ascii_digit()) { a } else { h });
+                        !self.hosts.is_empty() && !self.hosts.iter().any(|x| x.eq_ignore_ascii_case(h))
+                    });
+                    if other_host || !robotsgate_compliance::for_site(&entry.target, &self.hosts) {
+                        report.other_hosts += 1;
+                    } else if let Some((crawler, word)) = self.claim(&entry.user_agent) {
+                        let identity = self.verify(crawler, entry.client).await;
+                        let token = self.catalogue.crawlers()[crawler].token.clone();
+                        let at = At { ms: entry.at_ms, seq: u64::try_from(line_no).unwrap_or(0) };
+                        let target = robotsgate_compliance::origin_form(&entry.target);
+                        if robotsgate_compliance::is_robots_fetch(target) {
+                            // Recorded, never judged; a spoofer's fetch is not the crawler's.
+                            if identity != Identity::Spoofed
+                                && let Some(outcome) = fetched(&self.timeline, at, entry.status)
+                            {
+                                let read = Fetched {
+                                    at: at.ms,
+                                    seq: line_no,
+                                    revision: outcome.revision.unwrap_or(0),
+                                    status: i64::from(outcome.status.unwrap_or(0)),
+                                };
+                                if fetches.get(&token).is_none_or(|f| f.at < at) {
+                                    fetches.insert(token.clone(), Fetch { at, outcome });
+                                    reads.insert(token, read);
+                                }
+                                report.fetches += 1;
+                            }
+                        } else {
+                            let window = self.catalogue.crawlers()[crawler].robots_cache();
+                            let request = Request { at, crawler: &word, identity, target };
+                            let last = fetches.get(&token);
+                            let j = robotsgate_compliance::judge(&request, last, window, &self.timeline);
+                            let key = Key {
+                                crawler: token,
+                                identity: identity.as_str(),
+                                revision: j.revision.unwrap_or(0),
+                                line: i64::from(j.line.unwrap_or(0)),
+                                status: i64::from(j.status.unwrap_or(0)),
+                                class: j.class.as_str(),
+                                day: entry.at_ms.div_euclid(DAY_MS),
+                            };
+                            rows.entry(key).or_default().add(entry.at_ms, &String::from_utf8_lossy(target), j.stale);
+                            state.judged += 1;
+                            report.judged += 1;
+                        }
+                    } else {
+                        report.others += 1;
+                    }
+                }
+            }
+            since_commit += 1;
+            if since_commit >= BATCH_LINES {
+                commit(m, site, &id, &shown, &state, &mut rows, &mut reads, &mut bad).await?;
+                since_commit = 0;
+            }
+        }
+        commit(m, site, &id, &shown, &state, &mut rows, &mut reads, &mut bad).await?;
+        Ok(report)
+    }
+}
+
+/// Writes what was read since the last commit, with the file's offset,
+/// in one transaction.
+#[allow(clippy::too_many_arguments)]
+async fn commit(
+    m: &Monitor,
+    site: &str,
+    file_id: &str,
+    path: &str,
+    state: &FileState,
+    rows: &mut HashMap<Key, Tally>,
+    reads: &mut HashMap<String, Fetched>,
+    bad: &mut Vec<(i64, String, String)>,
+) -> anyhow::Result<()> {
+    let mut tx = m.store().pool().begin().await.context("starting an import transaction")?;
+    ledger::write_rows(&mut tx, site, rows).await?;
+    ledger::write_reads(&mut tx, site, reads).await?;
+    for (line, why, text) in bad.iter() {
+        ledger::write_bad_line(&mut tx, site, file_id, *line, why, text).await?;
+    }
+    ledger::write_file(&mut tx, site, file_id, path, state, crate::monitor::now_ms()).await?;
+    tx.commit().await.context("committing an import")?;
+    rows.clear();
+    reads.clear();
+    bad.clear();
+    Ok(())
+}

@@ -1,0 +1,197 @@
+//! `robots-monitor compliance SITE`: per crawler, grouped by purpose and
+//! operator, its requests, violations and grace, the identity answers, and
+//! its last robots.txt read: when, which revision, and how far behind.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{DAY_MS, ledger};
+use crate::monitor::Monitor;
+
+/// One crawler's summary.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CrawlerLine {
+    /// Its token.
+    pub crawler: String,
+    /// Its operator, from the catalogue.
+    pub operator: String,
+    /// Its purpose, from the catalogue.
+    pub purpose: String,
+    /// Requests judged.
+    pub requests: i64,
+    /// Of them, obeyed.
+    pub obeyed: i64,
+    /// In grace.
+    pub grace: i64,
+    /// Violations.
+    pub violations: i64,
+    /// Requests per identity answer.
+    pub identity: BTreeMap<String, i64>,
+    /// Its last robots.txt read (Unix ms), if seen.
+    pub last_read: Option<i64>,
+    /// The revision it got then (none: a status).
+    pub read_revision: Option<i64>,
+    /// The status it got then.
+    pub read_status: Option<i64>,
+    /// How many revisions the site served after the one it holds.
+    pub behind: Option<i64>,
+    /// The violations' deciding rules: (revision, line, status, requests, samples).
+    pub violated: Vec<Violated>,
+}
+
+/// Violations of one deciding rule.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Violated {
+    /// The revision whose line decided (0: a status did).
+    pub revision: i64,
+    /// The line (0: none).
+    pub line: i64,
+    /// The status that decided (0: none).
+    pub status: i64,
+    /// Identity answer.
+    pub identity: String,
+    /// Requests.
+    pub requests: i64,
+    /// Sample URLs.
+    pub samples: Vec<String>,
+}
+
+/// The summary of `site` over the last `days`, for `crawler` if given.
+pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) -> anyhow::Result<Vec<CrawlerLine>> {
+    anyhow::ensure!(m.site(site).is_some(), "no site named `{site}` in the config");
+    let since = crate::monitor::now_ms().div_euclid(DAY_MS) - days + 1;
+    let rows = ledger::rows(m.store(), site, since, crawler).await?;
+    let reads = ledger::reads(m.store(), site).await?;
+    let revisions = m.store().revisions(site).await?;
+    let mut by: BTreeMap<String, CrawlerLine> = BTreeMap::new();
+    for r in rows {
+        let line = by
+            .entry(r.crawler.clone())
+            .or_insert_with(|| CrawlerLine { crawler: r.crawler.clone(), ..Default::default() });
+        line.requests += r.requests;
+        match r.class.as_str() {
+            "obeyed" => line.obeyed += r.requests,
+            "grace" => line.grace += r.requests,
+            _ => {
+                line.violations += r.requests;
+                match line.violated.iter_mut().find(|v| {
+                    (v.revision, v.line, v.status, v.identity.as_str())
+                        == (r.revision, r.line, r.status, r.identity.as_str())
+                }) {
+                    Some(v) => {
+                        v.requests += r.requests;
+                        for s in r.samples {
+                            if v.samples.len() < ledger::SAMPLES && !v.samples.contains(&s) {
+                                v.samples.push(s);
+                            }
+                        }
+                    }
+                    None => line.violated.push(Violated {
+                        revision: r.revision,
+                        line: r.line,
+                        status: r.status,
+                        identity: r.identity.clone(),
+                        requests: r.requests,
+                        samples: r.samples,
+                    }),
+                }
+            }
+        }
+        *line.identity.entry(r.identity).or_default() += r.requests;
+    }
+    for (c, read) in reads {
+        if crawler.is_some_and(|x| !x.eq_ignore_ascii_case(&c)) {
+            continue;
+        }
+        let line = by.entry(c.clone()).or_insert_with(|| CrawlerLine { crawler: c.clone(), ..Default::default() });
+        line.last_read = Some(read.at);
+        line.read_revision = (read.revision > 0).then_some(read.revision);
+        line.read_status = (read.status > 0).then_some(read.status);
+        // Revisions first seen after the one it holds.
+        let held = revisions.iter().find(|r| r.0 == read.revision).map(|r| r.1);
+        line.behind = held.map(|at| revisions.iter().filter(|r| r.1 > at).count() as i64);
+    }
+    let catalogue = m.catalogue();
+    let mut out: Vec<CrawlerLine> = by
+        .into_values()
+        .map(|mut l| {
+            if let Some(c) = catalogue.get(&l.crawler) {
+                l.operator = c.operator.clone();
+                l.purpose = c.purpose.as_str().to_string();
+            }
+            l
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (catalogue.purpose_rank(&a.crawler), &a.operator, &a.crawler).cmp(&(
+            catalogue.purpose_rank(&b.crawler),
+            &b.operator,
+            &b.crawler,
+        ))
+    });
+    Ok(out)
+}
+
+/// The summary as text, one block per crawler.
+pub fn text(site: &str, lines: &[CrawlerLine], now: i64) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "{site}: what crawlers did, judged against the robots.txt each could hold");
+    if lines.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no crawler requests recorded (import logs with `robots-monitor ingest --site {site} FILE`)"
+        );
+    }
+    for l in lines {
+        let ids: Vec<String> = l.identity.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        let _ = writeln!(
+            out,
+            "{} ({}, {}): {} requests, {} obeyed, {} in grace, {} violations [{}]",
+            l.crawler,
+            if l.operator.is_empty() { "unknown operator" } else { &l.operator },
+            if l.purpose.is_empty() { "unknown purpose" } else { &l.purpose },
+            l.requests,
+            l.obeyed,
+            l.grace,
+            l.violations,
+            ids.join(", ")
+        );
+        match l.last_read {
+            Some(at) => {
+                let ago = humantime::format_duration(std::time::Duration::from_secs(((now - at).max(0) / 1000) as u64));
+                let held = match (l.read_revision, l.read_status) {
+                    (Some(r), _) => format!("it holds revision {r}"),
+                    (None, Some(s)) => format!("it got {s}"),
+                    _ => "it got no answer".to_string(),
+                };
+                let behind = match l.behind {
+                    Some(0) => ", the newest".to_string(),
+                    Some(n) => format!(", {n} behind"),
+                    None => String::new(),
+                };
+                let _ = writeln!(out, "  last read robots.txt {ago} ago; {held}{behind}");
+            }
+            None => {
+                let _ = writeln!(out, "  no robots.txt read seen");
+            }
+        }
+        for v in &l.violated {
+            let rule = match (v.revision, v.line, v.status) {
+                (r, l, _) if r > 0 && l > 0 => format!("revision {r} line {l}"),
+                (r, _, _) if r > 0 => format!("revision {r}"),
+                (_, _, s) if s > 0 => format!("a {s} answer (disallow all)"),
+                _ => "no answer (disallow all)".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "  violation of {rule} ({}): {} requests, e.g. {}",
+                v.identity,
+                v.requests,
+                v.samples.join(" ")
+            );
+        }
+    }
+    out
+}

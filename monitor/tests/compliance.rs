@@ -1,0 +1,225 @@
+//! The compliance ledger from access logs, with real parts: the monitor
+//! records two revisions of a site's robots.txt; crawler traffic goes
+//! through a real nginx, which writes its real access log; `ingest` judges
+//! each request against what each crawler could hold, on SQLite and on
+//! PostgreSQL. Re-imports, a gzip copy, a growing file and a kill -9 in
+//! the middle of an import neither lose nor double a line.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+mod support;
+use support::*;
+
+const V1: &str = "User-agent: *\nDisallow: /admin\n";
+const V2: &str = "User-agent: *\nDisallow: /admin\nDisallow: /news\n";
+const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+const BINGBOT: &str = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)";
+const GPTBOT: &str =
+    "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)";
+const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0";
+
+/// nginx on a free port, serving `root`, its access log at `log`.
+fn nginx(dir: &Path, root: &Path, log: &Path) -> Option<(Proc, SocketAddr)> {
+    if Command::new("nginx").arg("-v").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "nginx is required under CI (scripts/services.sh installs it)");
+        eprintln!("nginx not installed; skipping");
+        return None;
+    }
+    let port = free_port();
+    let conf = dir.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "daemon off;\nmaster_process off;\npid {pid};\nerror_log {err} warn;\nevents {{ worker_connections 64; }}\n\
+             http {{\n  access_log {log} combined;\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n  uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n\
+               server {{ listen 127.0.0.1:{port}; listen [::1]:{port}; server_name shop.test; root {root}; location / {{ return 200 \"ok\\n\"; }} }}\n}}\n",
+            pid = dir.join("nginx.pid").display(),
+            err = dir.join("error.log").display(),
+            log = log.display(),
+            tmp = dir.display(),
+            root = root.display(),
+        ),
+    )
+    .unwrap();
+    let child = Command::new("nginx")
+        .args(["-c", conf.to_str().unwrap(), "-p", dir.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nginx");
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(wait_listening(addr, 10), "nginx did not start");
+    Some((Proc(child), addr))
+}
+
+fn get(from: &str, addr: SocketAddr, method: &str, path: &str, ua: &str) {
+    let ip: IpAddr = from.parse().unwrap();
+    request_from(Some(ip), addr, method, "shop.test", path, &[("User-Agent", ua)]).expect("an answer from nginx");
+}
+
+/// `SELECT SUM(requests)` of one class.
+fn sum(database: &str, class: &str) -> i64 {
+    scalar(
+        database,
+        &format!("SELECT COALESCE(SUM(requests), 0) FROM ledger WHERE site = 'shop' AND class = '{class}'"),
+    )
+}
+
+fn ingest(cfg: &Path, files: &[&Path]) -> String {
+    let mut args = vec!["ingest", "--site", "shop"];
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    args.extend(files.iter().map(String::as_str));
+    let out = monitor(cfg, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn run(db: Db) {
+    let dir = temp_dir(&format!("compliance-{db:?}"));
+    let Some(database) = fresh_database(db, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V1));
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: \"{database}\"\nagents: [Googlebot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://shop.test:{}/robots.txt\n    url_sets: {{ main: [/] }}\n",
+            origin.addr.port()
+        )
+        .replace("shop.test", "127.0.0.1"),
+    );
+    // The monitor fetches from 127.0.0.1; the log's Host is shop.test, and
+    // the site knows both (its URL's host and the gateway's hosts).
+    let cfg_text =
+        std::fs::read_to_string(&cfg).unwrap() + "    proxy: { hosts: [shop.test], origin: \"127.0.0.1:1\" }\n";
+    std::fs::write(&cfg, cfg_text).unwrap();
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    origin.set("/robots.txt", Reply::ok(V2));
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM states WHERE site = 'shop'"), 2);
+    // The log's times are whole seconds: the traffic starts a second after
+    // the change, so no line's time falls before it.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+
+    // Crawler traffic through a real nginx, which writes the real log.
+    let root = dir.join("www");
+    std::fs::create_dir_all(&root).unwrap();
+    let log = dir.join("access.log");
+    let Some((_nginx, addr)) = nginx(&dir, &root, &log) else { return };
+    get("127.0.0.2", addr, "GET", "/robots.txt", GOOGLEBOT); // Googlebot reads revision 2...
+    get("127.0.0.2", addr, "GET", "/news/a", GOOGLEBOT); // ...then fetches what it forbids: a violation
+    get("127.0.0.2", addr, "GET", "/shop", GOOGLEBOT); // obeyed
+    get("127.0.0.3", addr, "GET", "/news/b", GPTBOT); // no fetch seen; revision 1 allowed it an hour ago: grace
+    get("127.0.0.4", addr, "GET", "/admin/x", BINGBOT); // disallowed by both: a violation
+    get("127.0.0.4", addr, "HEAD", "/%61dmin/y", BINGBOT); // HEAD, and another spelling: still one
+    get("127.0.0.5", addr, "GET", "/admin/x", BROWSER); // no crawler: not judged
+    assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 7));
+    // Lines a real log also holds: a TLS handshake on the plain port, a
+    // bare `-` request, an IPv6 client, an absolute target for another
+    // host, and a truncated line.
+    let mut tail = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    use std::io::Write;
+    let now = chrono_like_now();
+    writeln!(
+        tail,
+        "127.0.0.9 - - [{now}] \"\\x16\\x03\\x01\\x02\\x00\\x01\\x00\\x01\\xFC\\x03\\x03\" 400 157 \"-\" \"-\""
+    )
+    .unwrap();
+    writeln!(tail, "127.0.0.9 - - [{now}] \"-\" 400 0 \"-\" \"-\"").unwrap();
+    writeln!(tail, "::1 - - [{now}] \"GET /admin/v6 HTTP/1.1\" 200 0 \"-\" \"{BINGBOT}\"").unwrap();
+    writeln!(tail, "127.0.0.4 - - [{now}] \"GET http://other.example/admin HTTP/1.1\" 200 0 \"-\" \"{BINGBOT}\"")
+        .unwrap();
+    writeln!(tail, "127.0.0.4 - - [{now}] \"GET /admin/cut HTTP/1.1\" 200").unwrap();
+    drop(tail);
+
+    let out = ingest(&cfg, &[&log]);
+    assert!(out.contains("12 lines (0 read before), 6 crawler requests judged, 1 robots.txt fetches, 1 other clients, 1 for other hosts, 2 not HTTP, 1 malformed"), "{out}");
+    assert!(out.contains("line 12:"), "the malformed line by its number: {out}");
+    let totals = |database: &str| (sum(database, "obeyed"), sum(database, "grace"), sum(database, "violation"));
+    assert_eq!(totals(&database), (1, 1, 4), "obeyed, grace, violation");
+    // Googlebot's violation names the line that decided, in revision 2.
+    assert_eq!(
+        scalar(&database, "SELECT line FROM ledger WHERE crawler = 'Googlebot' AND class = 'violation'"),
+        3,
+        "revision 2, line 3: Disallow: /news"
+    );
+    let rows = scalar(&database, "SELECT COUNT(*) FROM ledger");
+    assert!(rows <= 5, "rows grow with distinct facts, not requests: {rows}");
+
+    // The same bytes again, and as a gzip copy: nothing new.
+    let out = ingest(&cfg, &[&log]);
+    assert!(out.contains("0 lines (12 read before)"), "{out}");
+    let gz = dir.join("access.log.1.gz");
+    let status =
+        Command::new("sh").arg("-c").arg(format!("gzip -c {} > {}", log.display(), gz.display())).status().unwrap();
+    assert!(status.success());
+    ingest(&cfg, &[&gz]);
+    assert_eq!(totals(&database), (1, 1, 4), "a re-import doubles nothing");
+
+    // The file grows: only the new lines count.
+    get("127.0.0.4", addr, "GET", "/admin/later", BINGBOT);
+    assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 13));
+    let out = ingest(&cfg, &[&log]);
+    assert!(out.contains("1 lines (12 read before)"), "{out}");
+    assert_eq!(totals(&database), (1, 1, 5));
+
+    // The report: per crawler, its last robots.txt read and how far behind.
+    let out = monitor(&cfg, &["compliance", "shop", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let of = |c: &str| report.as_array().unwrap().iter().find(|l| l["crawler"] == c).cloned().unwrap_or_default();
+    let g = of("Googlebot");
+    assert_eq!(
+        (g["violations"].as_i64(), g["obeyed"].as_i64(), g["behind"].as_i64()),
+        (Some(1), Some(1), Some(0)),
+        "{g}"
+    );
+    assert!(g["read_revision"].as_i64().is_some(), "{g}");
+    assert_eq!(of("GPTBot")["grace"], 1);
+    assert_eq!(of("bingbot")["violations"], 4);
+    let text = String::from_utf8_lossy(&monitor(&cfg, &["compliance", "shop"]).stdout).into_owned();
+    assert!(text.contains("Googlebot (Google, search)") && text.contains("last read robots.txt"), "{text}");
+    assert!(text.contains("violation of revision") && text.contains("/news/a"), "{text}");
+
+    // A kill -9 in the middle of a large import, then a restart: every
+    // line counted exactly once.
+    let big = dir.join("big.log");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&big).unwrap());
+    let n = 250_000;
+    for i in 0..n {
+        writeln!(f, "127.0.0.6 - - [{now}] \"GET /admin/{i} HTTP/1.1\" 200 0 \"-\" \"{BINGBOT}\"").unwrap();
+    }
+    drop(f);
+    let before = sum(&database, "violation");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
+        .args(["--config", cfg.to_str().unwrap(), "ingest", "--site", "shop", big.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the first batch is in (or at the latest after 20 s).
+    eventually(20, || sum(&database, "violation") > before);
+    child.kill().unwrap();
+    let _ = child.wait();
+    let partial = sum(&database, "violation") - before;
+    ingest(&cfg, &[&big]);
+    assert_eq!(sum(&database, "violation") - before, n, "after a kill at {partial} lines and a restart");
+}
+
+/// The current time in the combined log's form.
+fn chrono_like_now() -> String {
+    let out = Command::new("date").args(["-u", "+%d/%b/%Y:%H:%M:%S +0000"]).env("LC_ALL", "C").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn access_logs_on_sqlite() {
+    run(Db::Sqlite);
+}
+
+#[test]
+fn access_logs_on_postgres() {
+    run(Db::Postgres);
+}

@@ -9,6 +9,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+#[path = "support/browser.rs"]
+mod browser;
+#[path = "support/openapi.rs"]
+mod openapi;
 mod support;
 use support::*;
 
@@ -183,6 +187,12 @@ fn run(db: Db) {
     assert!(text.contains("Googlebot (Google, search)") && text.contains("last read robots.txt"), "{text}");
     assert!(text.contains("violation of revision") && text.contains("/news/a"), "{text}");
 
+    // The console: the Compliance pages and their JSON, held to the
+    // OpenAPI document.
+    if db == Db::Sqlite {
+        console(&cfg);
+    }
+
     // A kill -9 in the middle of a large import, then a restart: every
     // line counted exactly once.
     let big = dir.join("big.log");
@@ -222,4 +232,64 @@ fn access_logs_on_sqlite() {
 #[test]
 fn access_logs_on_postgres() {
     run(Db::Postgres);
+}
+
+/// The Compliance pages in the console, their JSON against the OpenAPI
+/// document, and the pages in Chromium (a screenshot for the README).
+fn console(cfg: &Path) {
+    let port = free_port();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let _serve = Proc(
+        Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
+            .args(["--config", cfg.to_str().unwrap(), "serve", "--listen", &addr.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve"),
+    );
+    assert!(wait_listening(addr, 20), "console did not start");
+    let doc = openapi::Document::fetch(addr);
+    let all = openapi::send(addr, "GET", "/api/compliance?days=7", &[], b"");
+    assert_eq!(all.status, 200);
+    doc.check("GET", "/api/compliance", &all);
+    let shop = all.json()["sites"].as_array().unwrap().iter().find(|s| s["site"] == "shop").cloned().unwrap();
+    assert_eq!((shop["violations"].as_i64(), shop["grace"].as_i64()), (Some(5), Some(1)), "{shop}");
+    let today = all.json()["days"].as_array().unwrap().last().cloned().unwrap();
+    assert_eq!(today["violations"], 5, "{today}");
+    let site = openapi::send(addr, "GET", "/api/compliance/shop", &[], b"");
+    assert_eq!(site.status, 200);
+    doc.check("GET", "/api/compliance/{site}", &site);
+    for (target, template, want) in [
+        ("/api/compliance/nope", "/api/compliance/{site}", 404),
+        ("/api/compliance?days=0", "/api/compliance", 400),
+        ("/api/compliance/shop?days=abc", "/api/compliance/{site}", 400),
+    ] {
+        let a = openapi::send(addr, "GET", target, &[], b"");
+        assert_eq!((a.status, a.content_type.as_str()), (want, "application/problem+json"), "{target}");
+        doc.check("GET", template, &a);
+    }
+    let page = openapi::send(addr, "GET", "/sites/shop/compliance?crawler=Googlebot", &[], b"");
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(html.contains("<svg") && html.contains("Disallow: /news") && html.contains("/news/a"), "{html}");
+    assert_eq!(html.matches("<script").count(), 0);
+
+    let Some((_driver, driver_port)) = browser::chromedriver() else { return };
+    block_on(async {
+        let c = browser::browser(driver_port).await;
+        c.goto(&format!("http://{addr}/compliance")).await.unwrap();
+        c.wait().for_element(fantoccini::Locator::Id("chart")).await.expect("the chart");
+        c.find(fantoccini::Locator::LinkText("shop")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(fantoccini::Locator::Id("crawlers")).await.expect("the site's crawlers");
+        let crawlers = c.find(fantoccini::Locator::Id("crawlers")).await.unwrap().text().await.unwrap();
+        assert!(crawlers.contains("Googlebot") && crawlers.contains("ai-training"), "{crawlers}");
+        c.find(fantoccini::Locator::LinkText("Googlebot")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(fantoccini::Locator::Id("violated")).await.expect("the drill-down");
+        let violated = c.find(fantoccini::Locator::Id("violated")).await.unwrap().text().await.unwrap();
+        assert!(violated.contains("line 3") && violated.contains("Disallow: /news"), "{violated}");
+        let png = c.screenshot().await.unwrap();
+        let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/console-screenshots");
+        std::fs::create_dir_all(&shots).unwrap();
+        std::fs::write(shots.join("compliance.png"), png).unwrap();
+        c.close().await.unwrap();
+    });
 }

@@ -4,54 +4,21 @@
 //! a site page, the tester (with untrusted content that must stay inert),
 //! a shared result link, and the comparison with the live file.
 
+#[path = "support/browser.rs"]
+mod browser;
 #[path = "support/openapi.rs"]
 mod openapi;
 mod support;
+use browser::{browser, chromedriver};
 
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::{Client, Locator};
 use support::*;
 
 const LIVE: &str = "User-agent: *\nDisallow: /admin\n";
-
-/// chromedriver on a free port, or `None` (with a note) where Chromium is
-/// not installed; under CI it must be (`scripts/setup.sh` installs it).
-fn chromedriver() -> Option<(Proc, u16)> {
-    let port = free_port();
-    let child =
-        Command::new("chromedriver").arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
-    match child {
-        Ok(c) => {
-            let p = Proc(c);
-            assert!(wait_listening(SocketAddr::from(([127, 0, 0, 1], port)), 20), "chromedriver did not start");
-            Some((p, port))
-        }
-        Err(e) => {
-            assert!(std::env::var_os("CI").is_none(), "chromedriver is required under CI: {e}");
-            eprintln!("chromedriver not installed ({e}); skipping the browser tests");
-            None
-        }
-    }
-}
-
-async fn browser(port: u16) -> Client {
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        serde_json::json!({
-            "binary": "/usr/bin/chromium",
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"]
-        }),
-    );
-    ClientBuilder::native()
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{port}"))
-        .await
-        .expect("a Chromium session")
-}
 
 /// A monitor with its console on a free port, watching `shop` on a
 /// loopback origin; returns once the first poll is recorded.

@@ -10,7 +10,7 @@ use super::{DAY_MS, ledger};
 use crate::monitor::Monitor;
 
 /// One crawler's summary.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, utoipa::ToSchema)]
 pub struct CrawlerLine {
     /// Its token.
     pub crawler: String,
@@ -41,7 +41,7 @@ pub struct CrawlerLine {
 }
 
 /// Violations of one deciding rule.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, utoipa::ToSchema)]
 pub struct Violated {
     /// The revision whose line decided (0: a status did).
     pub revision: i64,
@@ -55,6 +55,8 @@ pub struct Violated {
     pub requests: i64,
     /// Sample URLs.
     pub samples: Vec<String>,
+    /// The deciding line as written, when a line decided.
+    pub rule: Option<String>,
 }
 
 /// The summary of `site` over the last `days`, for `crawler` if given.
@@ -94,6 +96,7 @@ pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) 
                         identity: r.identity.clone(),
                         requests: r.requests,
                         samples: r.samples,
+                        rule: None,
                     }),
                 }
             }
@@ -111,6 +114,22 @@ pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) 
         // Revisions first seen after the one it holds.
         let held = revisions.iter().find(|r| r.0 == read.revision).map(|r| r.1);
         line.behind = held.map(|at| revisions.iter().filter(|r| r.1 > at).count() as i64);
+    }
+    // The deciding lines as written, each revision read once.
+    let mut bodies: std::collections::HashMap<i64, Vec<u8>> = std::collections::HashMap::new();
+    for line in by.values_mut() {
+        for v in &mut line.violated {
+            if v.revision <= 0 || v.line <= 0 {
+                continue;
+            }
+            if let std::collections::hash_map::Entry::Vacant(slot) = bodies.entry(v.revision) {
+                slot.insert(m.store().revision_body(site, v.revision).await?.unwrap_or_default());
+            }
+            v.rule = bodies[&v.revision]
+                .split(|&b| b == b'\n')
+                .nth(usize::try_from(v.line - 1).unwrap_or(usize::MAX))
+                .map(|l| String::from_utf8_lossy(l).trim_end_matches('\r').to_string());
+        }
     }
     let catalogue = m.catalogue();
     let mut out: Vec<CrawlerLine> = by
@@ -130,6 +149,51 @@ pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) 
             &b.crawler,
         ))
     });
+    Ok(out)
+}
+
+/// One UTC day's counts.
+#[derive(Clone, Debug, Default, Serialize, utoipa::ToSchema)]
+pub struct Day {
+    /// The date (`2026-11-25`).
+    pub date: String,
+    /// Requests judged.
+    pub requests: i64,
+    /// Violations.
+    pub violations: i64,
+    /// In grace.
+    pub grace: i64,
+    /// Violations by verified crawlers.
+    pub verified_violations: i64,
+}
+
+/// Every day of the last `days`, oldest first, for `site` (every site when
+/// `None`).
+pub async fn per_day(m: &Monitor, site: Option<&str>, days: i64) -> anyhow::Result<Vec<Day>> {
+    let today = crate::monitor::now_ms().div_euclid(DAY_MS);
+    let since = today - days + 1;
+    let mut out: Vec<Day> =
+        (since..=today).map(|d| Day { date: crate::console::date_of(d * DAY_MS), ..Day::default() }).collect();
+    let sites: Vec<String> = match site {
+        Some(s) => vec![s.to_string()],
+        None => m.config().sites.iter().map(|s| s.name.clone()).collect(),
+    };
+    for s in sites {
+        for r in ledger::rows(m.store(), &s, since, None).await? {
+            let Some(d) = out.get_mut((r.day - since) as usize) else { continue };
+            d.requests += r.requests;
+            match r.class.as_str() {
+                "violation" => {
+                    d.violations += r.requests;
+                    if r.identity == "verified" {
+                        d.verified_violations += r.requests;
+                    }
+                }
+                "grace" => d.grace += r.requests,
+                _ => {}
+            }
+        }
+    }
     Ok(out)
 }
 

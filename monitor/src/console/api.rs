@@ -76,6 +76,8 @@ pub struct Retried {
         super::pages::api_retry_alert,
         super::pages::api_test_get,
         super::pages::api_test_post,
+        super::compliance::api_overview,
+        super::compliance::api_site,
         openapi_json,
     ),
     components(schemas(Problem, SitesList, Retried)),

@@ -11,6 +11,7 @@
 
 pub mod alerts;
 pub mod api;
+pub mod compliance;
 mod form;
 pub mod overview;
 mod pages;
@@ -53,6 +54,10 @@ pub fn router(monitor: Arc<Monitor>) -> Router {
                 .post(pages::api_test_post)
                 .layer(axum::extract::DefaultBodyLimit::max(pages::TESTER_BODY_LIMIT)),
         )
+        .route("/compliance", get(compliance::overview_page))
+        .route("/sites/{name}/compliance", get(compliance::site_page))
+        .route("/api/compliance", get(compliance::api_overview))
+        .route("/api/compliance/{site}", get(compliance::api_site))
         .route("/api/openapi.json", get(api::openapi_json))
         .route("/static/console.css", get(pages::stylesheet))
         .fallback(api::not_found)
@@ -89,6 +94,11 @@ pub async fn serve(
 }
 
 pub(crate) use crate::links::encode;
+
+/// The UTC date (`2026-11-25`) of Unix milliseconds.
+pub fn date_of(ms: i64) -> String {
+    when(Some(ms))[..10].to_string()
+}
 
 /// Unix milliseconds as an RFC 3339 time, or "never".
 pub(crate) fn when(ms: Option<i64>) -> String {

@@ -1,0 +1,316 @@
+//! The Compliance pages: what crawlers did, judged against the robots.txt
+//! each could hold, across all sites and per site, with a drill-down to the
+//! deciding rule and its sample URLs, and violations per day as a
+//! server-rendered SVG chart (no script). The same data is JSON under
+//! `/api/compliance`.
+
+use askama::Template;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+use crate::compliance::report::{self, CrawlerLine, Day};
+use crate::monitor::Monitor;
+
+use super::encode;
+
+type App = State<std::sync::Arc<Monitor>>;
+
+/// The period shown.
+#[derive(Clone, Copy, Debug, Deserialize, utoipa::IntoParams)]
+pub struct Period {
+    /// Days back, today included (1 to 366; default 30).
+    #[serde(default = "thirty")]
+    pub days: i64,
+}
+
+fn thirty() -> i64 {
+    30
+}
+
+impl Period {
+    /// The days, or why they are refused.
+    fn days(self) -> Result<i64, String> {
+        if (1..=366).contains(&self.days) {
+            Ok(self.days)
+        } else {
+            Err(format!("days={} is outside 1 to 366", self.days))
+        }
+    }
+}
+
+/// One site's totals.
+#[derive(Clone, Debug, Default, Serialize, utoipa::ToSchema)]
+pub struct SiteTotals {
+    /// The site.
+    pub site: String,
+    /// Crawler requests judged.
+    pub requests: i64,
+    /// Obeyed.
+    pub obeyed: i64,
+    /// In grace.
+    pub grace: i64,
+    /// Violations.
+    pub violations: i64,
+    /// Violations by verified crawlers.
+    pub verified_violations: i64,
+    /// Requests whose claim was spoofed.
+    pub spoofed: i64,
+}
+
+/// Every site's compliance.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct Overview {
+    /// Days shown.
+    pub days: Vec<Day>,
+    /// Per site.
+    pub sites: Vec<SiteTotals>,
+}
+
+/// One site's compliance.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct SiteCompliance {
+    /// The site.
+    pub site: String,
+    /// Days shown.
+    pub days: Vec<Day>,
+    /// Per crawler, grouped by purpose and operator.
+    pub crawlers: Vec<CrawlerLine>,
+}
+
+async fn overview(m: &Monitor, days: i64) -> anyhow::Result<Overview> {
+    let mut sites = Vec::new();
+    for s in &m.config().sites {
+        let lines = report::summary(m, &s.name, days, None).await?;
+        let mut t = SiteTotals { site: s.name.clone(), ..SiteTotals::default() };
+        for l in &lines {
+            t.requests += l.requests;
+            t.obeyed += l.obeyed;
+            t.grace += l.grace;
+            t.violations += l.violations;
+            t.verified_violations +=
+                l.violated.iter().filter(|v| v.identity == "verified").map(|v| v.requests).sum::<i64>();
+            t.spoofed += l.identity.get("spoofed").copied().unwrap_or(0);
+        }
+        sites.push(t);
+    }
+    Ok(Overview { days: report::per_day(m, None, days).await?, sites })
+}
+
+async fn site_compliance(m: &Monitor, site: &str, days: i64) -> Result<SiteCompliance, (StatusCode, String)> {
+    if m.site(site).is_none() {
+        return Err((StatusCode::NOT_FOUND, format!("no site named `{site}` in the config")));
+    }
+    let unavailable = |e: anyhow::Error| (StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}"));
+    let crawlers = report::summary(m, site, days, None).await.map_err(unavailable)?;
+    let days = report::per_day(m, Some(site), days).await.map_err(unavailable)?;
+    Ok(SiteCompliance { site: site.to_string(), days, crawlers })
+}
+
+/// Violations (and grace) per day as an SVG bar chart.
+pub fn chart(days: &[Day]) -> String {
+    use std::fmt::Write;
+    let (w, h, pad) = (22usize, 120usize, 18usize);
+    let top = days.iter().map(|d| d.violations + d.grace).max().unwrap_or(0).max(1);
+    let width = days.len() * w + 40;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"chart\" class=\"chart\" width=\"{width}\" height=\"{}\" role=\"img\" aria-label=\"Violations per day\">",
+        h + pad * 2
+    );
+    let _ = write!(svg, "<text x=\"0\" y=\"12\" class=\"axis\">{top}</text>");
+    for (i, d) in days.iter().enumerate() {
+        let x = 40 + i * w;
+        let scale = |n: i64| (n as usize * h) / top as usize;
+        let (vh, gh) = (scale(d.violations), scale(d.grace));
+        let base = pad + h;
+        let _ = write!(
+            svg,
+            "<g class=\"day\"><title>{}: {} violations, {} in grace, {} requests</title>\
+             <rect class=\"violation\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{vh}\"/>\
+             <rect class=\"grace\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{gh}\"/></g>",
+            d.date,
+            d.violations,
+            d.grace,
+            d.requests,
+            base - vh,
+            w - 4,
+            base - vh - gh,
+            w - 4
+        );
+        // Weekly labels, and the last day's, never two on top of each other.
+        let last = i + 1 == days.len();
+        if last || (i % 7 == 0 && days.len() - 1 - i >= 3) {
+            let _ = write!(svg, "<text x=\"{x}\" y=\"{}\" class=\"axis\">{}</text>", base + 14, &d.date[5..]);
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+#[derive(Template)]
+#[template(path = "compliance.html")]
+struct OverviewPage {
+    days: i64,
+    chart: String,
+    sites: Vec<(SiteTotals, String)>,
+}
+
+#[derive(Template)]
+#[template(path = "compliance_site.html")]
+struct SitePage {
+    site: String,
+    site_href: String,
+    days: i64,
+    chart: String,
+    /// Per purpose: the purpose and its crawlers.
+    groups: Vec<(String, Vec<CrawlerView>)>,
+    /// The crawler drilled into, if any.
+    focus: Option<CrawlerView>,
+}
+
+/// A crawler line as the page shows it.
+#[derive(Clone)]
+struct CrawlerView {
+    line: CrawlerLine,
+    href: String,
+    identity: String,
+    read: String,
+    violated: Vec<(report::Violated, Option<String>)>,
+}
+
+fn view(site: &str, l: CrawlerLine, now: i64) -> CrawlerView {
+    let identity = l.identity.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
+    let read = match l.last_read {
+        None => "no robots.txt read seen".to_string(),
+        Some(at) => {
+            let ago = humantime::format_duration(std::time::Duration::from_secs(((now - at).max(0) / 1000) as u64));
+            let held = match (l.read_revision, l.read_status) {
+                (Some(r), _) => format!("holds revision {r}"),
+                (None, Some(s)) => format!("got {s}"),
+                _ => "got no answer".to_string(),
+            };
+            let behind = match l.behind {
+                Some(0) => ", the newest".to_string(),
+                Some(n) => format!(", {n} behind"),
+                None => String::new(),
+            };
+            format!("{ago} ago; {held}{behind}")
+        }
+    };
+    let violated = l
+        .violated
+        .iter()
+        .map(|v| {
+            let href = (v.revision > 0).then(|| format!("/sites/{}/revisions/{}", encode(site), v.revision));
+            (v.clone(), href)
+        })
+        .collect();
+    let href = format!("/sites/{}/compliance?crawler={}", encode(site), encode(&l.crawler));
+    CrawlerView { line: l, href, identity, read, violated }
+}
+
+fn render(t: &impl Template) -> Response {
+    match t.render() {
+        Ok(html) => Html(html).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("rendering: {e}")).into_response(),
+    }
+}
+
+/// `GET /compliance`: every site.
+pub async fn overview_page(State(m): App, Query(p): Query<Period>) -> Response {
+    let days = match p.days() {
+        Ok(d) => d,
+        Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
+    };
+    match overview(&m, days).await {
+        Ok(o) => {
+            let sites = o.sites.into_iter().map(|s| {
+                let href = format!("/sites/{}/compliance?days={days}", encode(&s.site));
+                (s, href)
+            });
+            render(&OverviewPage { days, chart: chart(&o.days), sites: sites.collect() })
+        }
+        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")).into_response(),
+    }
+}
+
+/// The drill-down's query.
+#[derive(Clone, Debug, Deserialize)]
+pub struct SiteQuery {
+    /// Days back.
+    #[serde(default = "thirty")]
+    pub days: i64,
+    /// The crawler drilled into.
+    #[serde(default)]
+    pub crawler: Option<String>,
+}
+
+/// `GET /sites/{name}/compliance`: one site, per crawler; `?crawler=` drills in.
+pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<SiteQuery>) -> Response {
+    let days = match (Period { days: q.days }).days() {
+        Ok(d) => d,
+        Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
+    };
+    let c = match site_compliance(&m, &name, days).await {
+        Ok(c) => c,
+        Err(failure) => return failure.into_response(),
+    };
+    let now = crate::monitor::now_ms();
+    let mut groups: Vec<(String, Vec<CrawlerView>)> = Vec::new();
+    let mut focus = None;
+    for l in c.crawlers {
+        let v = view(&name, l, now);
+        if q.crawler.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(&v.line.crawler)) {
+            focus = Some(v.clone());
+        }
+        let purpose = if v.line.purpose.is_empty() { "unknown".to_string() } else { v.line.purpose.clone() };
+        match groups.iter_mut().find(|(p, _)| *p == purpose) {
+            Some((_, list)) => list.push(v),
+            None => groups.push((purpose, vec![v])),
+        }
+    }
+    if let (Some(c), None) = (&q.crawler, &focus) {
+        return (StatusCode::NOT_FOUND, format!("no requests of `{c}` recorded on `{name}`")).into_response();
+    }
+    let site_href = format!("/sites/{}", encode(&name));
+    render(&SitePage { site: name, site_href, days, chart: chart(&c.days), groups, focus })
+}
+
+/// `GET /api/compliance`: every site's totals and violations per day.
+#[utoipa::path(get, path = "/api/compliance", params(Period),
+    responses(
+        (status = 200, description = "Every site's totals, and every day's counts", body = Overview),
+        (status = 400, description = "`days` outside 1 to 366", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn api_overview(State(m): App, Query(p): Query<Period>) -> Response {
+    let days = match p.days() {
+        Ok(d) => d,
+        Err(why) => return super::api::problem(StatusCode::BAD_REQUEST, why),
+    };
+    match overview(&m, days).await {
+        Ok(o) => Json(o).into_response(),
+        Err(e) => super::api::problem(StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")),
+    }
+}
+
+/// `GET /api/compliance/{site}`: one site, per crawler.
+#[utoipa::path(get, path = "/api/compliance/{site}", params(("site" = String, Path, description = "The site's name in the config"), Period),
+    responses(
+        (status = 200, description = "Per crawler: requests, violations, grace, identity answers, its last robots.txt read; and every day's counts", body = SiteCompliance),
+        (status = 400, description = "`days` outside 1 to 366", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such site", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn api_site(State(m): App, Path(site): Path<String>, Query(p): Query<Period>) -> Response {
+    let days = match p.days() {
+        Ok(d) => d,
+        Err(why) => return super::api::problem(StatusCode::BAD_REQUEST, why),
+    };
+    match site_compliance(&m, &site, days).await {
+        Ok(c) => Json(c).into_response(),
+        Err((status, detail)) => super::api::problem(status, detail),
+    }
+}

@@ -235,3 +235,25 @@ User-agent: Googelbot\nDisallow: /\n\nUser-agent: Google-Extended\nDisallow: /\n
     let text = String::from_utf8_lossy(&sarif.stdout);
     assert!(text.contains("\"ruleId\": \"unknown-crawler\""), "{text}");
 }
+
+/// Shell completions for the three shells, and the man pages.
+#[test]
+fn completions_and_man_pages() {
+    for (shell, want) in [("bash", "complete -F"), ("zsh", "#compdef robots"), ("fish", "complete -c robots")] {
+        let out = robots(&["completions", shell], b"");
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(want) && text.contains("lint") && text.contains("explain"), "{shell}: {text}");
+    }
+    let out = robots(&["man"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(".TH robots") && text.contains("check"), "{text}");
+    let dir = std::env::temp_dir().join(format!("robots-man-{}", std::process::id()));
+    let out = robots(&["man", "--dir", dir.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(0));
+    for page in ["robots.1", "robots-check.1", "robots-lint.1", "robots-diff.1"] {
+        assert!(dir.join(page).exists(), "{page}");
+    }
+    let lint = std::fs::read_to_string(dir.join("robots-lint.1")).unwrap();
+    assert!(lint.contains("sarif"), "{lint}");
+}

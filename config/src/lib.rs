@@ -69,6 +69,10 @@ pub struct Config {
     /// How long fetch rows are kept; revisions are kept forever.
     #[serde(default = "default_retention", with = "humantime_serde_compat")]
     pub fetch_retention: Duration,
+    /// Log lines as `text` (the default) or `json`, one object per line;
+    /// `ROBOTSGATE_LOG_FORMAT` overrides it.
+    #[serde(default)]
+    pub log_format: Option<telemetry::LogFormat>,
     /// How long compliance ledger rows are kept (by their UTC day).
     #[serde(default = "default_retention", with = "humantime_serde_compat")]
     pub compliance_retention: Duration,

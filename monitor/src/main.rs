@@ -115,6 +115,18 @@ enum Command {
     },
     /// Load and validate the configuration, then exit.
     CheckConfig,
+    /// Shell completions, for `source <(robots-monitor completions bash)`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: robotsgate_shell::Shell,
+    },
+    /// The man page; with --dir, every page (one per command) into DIR.
+    Man {
+        /// Where to write the pages.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// The log format the `ingest` flags name.
@@ -153,7 +165,6 @@ fn log_format(format: &str, fields: &[String]) -> anyhow::Result<robotsgate_comp
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    robotsgate_config::telemetry::init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -171,7 +182,26 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let config = Config::load(&cli.config)?;
+    // Neither needs a config.
+    match &cli.command {
+        Command::Completions { shell } => {
+            robotsgate_shell::completions(<Cli as clap::CommandFactory>::command(), *shell, &mut std::io::stdout());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Man { dir } => {
+            robotsgate_shell::man(<Cli as clap::CommandFactory>::command(), dir.as_deref(), &mut std::io::stdout())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
+    }
+    let config = match Config::load(&cli.config) {
+        Ok(c) => c,
+        Err(e) => {
+            robotsgate_config::telemetry::init();
+            return Err(e.into());
+        }
+    };
+    robotsgate_config::telemetry::init_as(robotsgate_config::telemetry::LogFormat::chosen(config.log_format));
     if let Command::CheckConfig = cli.command {
         println!(
             "{}: {} sites, database {}",
@@ -275,7 +305,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 write!(stdout, "{}", monitor::compliance::report::text(&site, &lines, monitor::monitor::now_ms()))?;
             }
         }
-        Command::CheckConfig => {}
+        Command::CheckConfig | Command::Completions { .. } | Command::Man { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -144,6 +144,9 @@ pub struct Visit {
     /// Every crawler the User-Agent named, when it named more than one:
     /// the request was judged by the strictest of them (`crawler`).
     pub claims: Vec<String>,
+    /// The robots.txt state it was judged against (its ETag is the log's
+    /// `revision`); shared, not copied.
+    pub state: Arc<State>,
     /// The client address verification judged.
     pub client: Option<IpAddr>,
     /// The verdict.
@@ -293,10 +296,12 @@ impl Gateway {
         target: &[u8],
     ) -> (Visit, Option<&'static str>) {
         let spoofed = identity == Some(Answer::Spoofed);
+        let state = self.store.state(&site.name);
         let visit = |allowed, line, refusal| Visit {
             crawler: word.to_string(),
             identity,
             claims: Vec::new(),
+            state: Arc::clone(&state),
             client,
             allowed,
             line,
@@ -307,7 +312,6 @@ impl Gateway {
             return (visit(false, None, Some(Refusal { status: 403, headers: Vec::new(), body })), Some("spoofed"));
         }
         let judged_as = if spoofed && site.proxy.spoofed == Spoofed::Tag { ANONYMOUS } else { word };
-        let state = self.store.state(&site.name);
         let slashes = if site.proxy.merge_slashes { Slashes::Merged } else { Slashes::Strict };
         // `named`: a group naming the crawler decided, not `*`.
         let (allowed, line, named) = match &*state {
@@ -343,12 +347,17 @@ impl Gateway {
     /// response status is known.
     pub fn log_visit(site: &FrontedSite, visit: &Visit, method: &str, target: &str, status: u16) {
         let line = json!({
+            "timestamp": humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
             "site": site.name,
             "crawler": visit.crawler,
             "method": method,
             "url": target,
             "identity": visit.identity.map(Answer::as_str),
             "claims": (!visit.claims.is_empty()).then_some(&visit.claims),
+            "revision": match &*visit.state {
+                State::Serve(served) => Some(served.etag.trim_matches('"')),
+                _ => None,
+            },
             "client": visit.client,
             "verdict": if visit.allowed { "allow" } else { "disallow" },
             "line": visit.line,

@@ -81,6 +81,18 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
+    /// Shell completions, for `source <(robots-proxy completions bash)`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: robotsgate_shell::Shell,
+    },
+    /// The man page; with --dir, every page (one per command) into DIR.
+    Man {
+        /// Where to write the pages.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// SIGINT is graceful here too: an operator's Ctrl-C should not cut
@@ -126,7 +138,6 @@ fn exit_when_drained() {
 
 fn main() {
     let cli = Cli::parse();
-    robotsgate_config::telemetry::init();
     if let Err(e) = run(cli) {
         eprintln!("robots-proxy: {e:#}");
         std::process::exit(2);
@@ -134,7 +145,22 @@ fn main() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    match &cli.command {
+        Some(Command::Completions { shell }) => {
+            robotsgate_shell::completions(<Cli as clap::CommandFactory>::command(), *shell, &mut std::io::stdout());
+            return Ok(());
+        }
+        Some(Command::Man { dir }) => {
+            return Ok(robotsgate_shell::man(
+                <Cli as clap::CommandFactory>::command(),
+                dir.as_deref(),
+                &mut std::io::stdout(),
+            )?);
+        }
+        _ => {}
+    }
     if let Some(Command::Verify { ip, user_agent, dns, budget, feeds_dir, catalogue, offline }) = cli.command {
+        robotsgate_config::telemetry::init();
         let extra = match &catalogue {
             Some(path) => {
                 let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -154,7 +180,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }))?;
         std::process::exit(code);
     }
-    let config = Config::load(&cli.config)?;
+    let config = match Config::load(&cli.config) {
+        Ok(c) => c,
+        Err(e) => {
+            robotsgate_config::telemetry::init();
+            return Err(e.into());
+        }
+    };
+    robotsgate_config::telemetry::init_as(robotsgate_config::telemetry::LogFormat::chosen(config.log_format));
     let Some(settings) = config.proxy.clone() else {
         bail!("{}: no `proxy:` section; see config.example.yaml", cli.config.display());
     };

@@ -1,0 +1,112 @@
+//! What operators plug the gateway into: JSON log lines for pipelines
+//! (both request paths), shell completions and man pages.
+
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+
+use testkit::*;
+
+const ROBOTS: &str = "User-agent: *\nDisallow: /private\n";
+
+fn json_logs(fast_path: bool) {
+    let dir = temp_dir(if fast_path { "json-logs-fast" } else { "json-logs-pipeline" });
+    let origin = Echo::start();
+    origin.set_robots(ROBOTS);
+    let listen = free_port();
+    let cfg = dir.join("config.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "log_format: json\nproxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{}\n  state_dir: state\n  refresh: 1s\n  fast_path: {fast_path}\n\
+             sites:\n  - name: shop\n    proxy: {{ hosts: [shop.test], origin: \"{}\", enforce: true }}\n",
+            free_port(),
+            origin.addr
+        ),
+    )
+    .unwrap();
+    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
+    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+        .arg("--config")
+        .arg(&cfg)
+        .env("ROBOTSGATE_LOG", "info")
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut proc = Proc(child);
+    let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
+    assert!(wait_listening(addr, 20));
+    let served = || request(addr, "GET", "shop.test", "/robots.txt", &[]).is_some_and(|r| r.text() == ROBOTS);
+    assert!(eventually(20, served));
+    let r = request(addr, "GET", "shop.test", "/private/x", &[("User-Agent", "Googlebot/2.1")]).unwrap();
+    assert_eq!(r.status, 403);
+    assert!(eventually(10, || std::fs::read_to_string(&out).unwrap_or_default().contains("private")));
+    proc.kill();
+
+    // The crawler log: one object a line, the stable fields.
+    let stdout = std::fs::read_to_string(&out).unwrap();
+    let line: serde_json::Value =
+        serde_json::from_str(stdout.lines().find(|l| l.contains("/private/x")).unwrap()).unwrap();
+    for key in ["timestamp", "site", "crawler", "method", "url", "identity", "verdict", "line", "status", "revision"] {
+        assert!(line.get(key).is_some(), "{key} in {line}");
+    }
+    assert_eq!(
+        (line["site"].as_str(), line["crawler"].as_str(), line["verdict"].as_str()),
+        (Some("shop"), Some("Googlebot"), Some("disallow"))
+    );
+    assert_eq!(line["status"], 403);
+    assert!(line["revision"].as_str().is_some_and(|r| r.len() == 24), "{line}");
+    // Diagnostics: every line a JSON object with level and message, fields top-level.
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(!lines.is_empty(), "no diagnostics at info");
+    for l in &lines {
+        assert!(l["level"].is_string() && l["timestamp"].is_string(), "{l}");
+    }
+}
+
+#[test]
+fn json_logs_on_the_fast_path() {
+    json_logs(true);
+}
+
+#[test]
+fn json_logs_on_the_pipeline() {
+    json_logs(false);
+}
+
+#[test]
+fn completions_and_man_pages() {
+    for (shell, want) in
+        [("bash", "robots-proxy"), ("zsh", "#compdef robots-proxy"), ("fish", "complete -c robots-proxy")]
+    {
+        let out = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+            .args(["completions", shell])
+            .stderr(Stdio::inherit())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(want) && text.contains("verify"), "{shell}: {text}");
+    }
+    let dir = temp_dir("proxy-man");
+    let out = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+        .args(["man", "--dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let main = std::fs::read_to_string(dir.join("robots-proxy.1")).unwrap();
+    assert!(main.contains(".TH robots-proxy") && main.contains("\\-\\-config"), "{main}");
+    let verify = std::fs::read_to_string(dir.join("robots-proxy-verify.1")).unwrap();
+    assert!(verify.contains("\\-\\-user\\-agent"), "{verify}");
+    // man(1) renders it.
+    if let Ok(out) = Command::new("man").arg("-l").arg(dir.join("robots-proxy.1")).env("MANPAGER", "cat").output() {
+        if out.status.success() {
+            assert!(String::from_utf8_lossy(&out.stdout).contains("robots-proxy"));
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Shell completions (clap_complete) and man pages (clap_mangen) for
+//! `robots`, `robots-proxy` and `robots-monitor`, written from each
+//! command's own clap definition so they cannot drift from it. Each binary
+//! exposes them as `completions SHELL` and `man`.
+
+use std::io::Write;
+
+/// The shells completions are written for.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shell {
+    /// GNU Bash.
+    Bash,
+    /// Z shell.
+    Zsh,
+    /// fish.
+    Fish,
+}
+
+/// Writes `cmd`'s completions for `shell` to `out`.
+pub fn completions(mut cmd: clap::Command, shell: Shell, out: &mut dyn Write) {
+    let name = cmd.get_name().to_string();
+    let shell = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    clap_complete::generate(shell, &mut cmd, name, out);
+}
+
+/// `cmd`'s man pages (roff, section 1): its own, then one per
+/// subcommand (`robots-check.1`), each with its options. File name first.
+pub fn man_pages(cmd: clap::Command) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    let cmd = cmd.disable_help_subcommand(true);
+    let name = cmd.get_name().to_string();
+    let mut pages = Vec::new();
+    let mut page = Vec::new();
+    clap_mangen::Man::new(cmd.clone()).render(&mut page)?;
+    pages.push((format!("{name}.1"), page));
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let full = format!("{name}-{}", sub.get_name());
+        let mut page = Vec::new();
+        clap_mangen::Man::new(sub.clone().name(full.clone())).render(&mut page)?;
+        pages.push((format!("{full}.1"), page));
+    }
+    Ok(pages)
+}
+
+/// `man [--dir DIR]`: the command's own page on stdout, or every page
+/// written into DIR.
+pub fn man(cmd: clap::Command, dir: Option<&std::path::Path>, out: &mut dyn Write) -> std::io::Result<()> {
+    let pages = man_pages(cmd)?;
+    match dir {
+        None => out.write_all(&pages[0].1),
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            for (file, page) in &pages {
+                std::fs::write(dir.join(file), page)?;
+                writeln!(out, "{}", dir.join(file).display())?;
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd() -> clap::Command {
+        clap::Command::new("demo")
+            .about("A demo")
+            .subcommand(clap::Command::new("check").about("Checks").arg(clap::Arg::new("file").long("file")))
+    }
+
+    #[test]
+    fn every_shell_and_a_man_page() {
+        for (shell, want) in
+            [(Shell::Bash, "complete -F"), (Shell::Zsh, "#compdef demo"), (Shell::Fish, "complete -c demo")]
+        {
+            let mut out = Vec::new();
+            completions(cmd(), shell, &mut out);
+            let text = String::from_utf8(out).unwrap();
+            assert!(text.contains(want) && text.contains("check"), "{shell:?}: {text}");
+        }
+        let pages = man_pages(cmd()).unwrap();
+        let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["demo.1", "demo-check.1"]);
+        let main = String::from_utf8(pages[0].1.clone()).unwrap();
+        assert!(main.contains(".TH demo") && main.contains("check"), "{main}");
+        let sub = String::from_utf8(pages[1].1.clone()).unwrap();
+        assert!(sub.contains("\\-\\-file"), "{sub}");
+    }
+}

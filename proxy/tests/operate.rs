@@ -104,9 +104,9 @@ fn completions_and_man_pages() {
     let verify = std::fs::read_to_string(dir.join("robots-proxy-verify.1")).unwrap();
     assert!(verify.contains("\\-\\-user\\-agent"), "{verify}");
     // man(1) renders it.
-    if let Ok(out) = Command::new("man").arg("-l").arg(dir.join("robots-proxy.1")).env("MANPAGER", "cat").output() {
-        if out.status.success() {
-            assert!(String::from_utf8_lossy(&out.stdout).contains("robots-proxy"));
-        }
+    if let Ok(out) = Command::new("man").arg("-l").arg(dir.join("robots-proxy.1")).env("MANPAGER", "cat").output()
+        && out.status.success()
+    {
+        assert!(String::from_utf8_lossy(&out.stdout).contains("robots-proxy"));
     }
 }

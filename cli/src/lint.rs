@@ -2,7 +2,7 @@
 //! catalogue's, as the monitor reports them), as text, JSON or SARIF 2.1.0
 //! (which CI systems show inline); exit code 1 when any finding is an error.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use robotsgate_crawlers::Catalogue;
@@ -20,35 +20,44 @@ pub enum Format {
     Sarif,
 }
 
-pub fn run(path: &Path, format: Format) -> anyhow::Result<ExitCode> {
-    let body = super::read_robots(path)?;
-    let found = robotsgate_crawlers::lint::all(&body, Catalogue::builtin());
-    let name = path.display().to_string();
+pub fn run(paths: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
+    let mut all: Vec<(String, Vec<Diagnostic>)> = Vec::new();
+    for path in paths {
+        let body = super::read_robots(path)?;
+        all.push((path.display().to_string(), robotsgate_crawlers::lint::all(&body, Catalogue::builtin())));
+    }
     match format {
         Format::Text => {
-            for d in &found {
-                println!("{name}:{d}");
-                if !d.hint.is_empty() {
-                    println!("    hint: {}", d.hint);
+            for (name, found) in &all {
+                for d in found {
+                    println!("{name}:{d}");
+                    if !d.hint.is_empty() {
+                        println!("    hint: {}", d.hint);
+                    }
                 }
+                let count = |s| found.iter().filter(|d| d.severity == s).count();
+                println!(
+                    "{name}: {} errors, {} warnings, {} notes",
+                    count(Severity::Error),
+                    count(Severity::Warning),
+                    count(Severity::Info)
+                );
             }
-            let count = |s| found.iter().filter(|d| d.severity == s).count();
-            println!(
-                "{name}: {} errors, {} warnings, {} notes",
-                count(Severity::Error),
-                count(Severity::Warning),
-                count(Severity::Info)
-            );
         }
-        Format::Json => println!("{}", serde_json::to_string_pretty(&found.iter().map(to_json).collect::<Vec<_>>())?),
-        Format::Sarif => println!("{}", serde_json::to_string_pretty(&sarif(&name, &found))?),
+        Format::Json => {
+            let list: Vec<Value> =
+                all.iter().flat_map(|(name, found)| found.iter().map(move |d| to_json(name, d))).collect();
+            println!("{}", serde_json::to_string_pretty(&list)?)
+        }
+        Format::Sarif => println!("{}", serde_json::to_string_pretty(&sarif(&all))?),
     }
-    let errors = found.iter().any(|d| d.severity == Severity::Error);
+    let errors = all.iter().flat_map(|(_, f)| f).any(|d| d.severity == Severity::Error);
     Ok(if errors { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-fn to_json(d: &Diagnostic) -> Value {
+fn to_json(file: &str, d: &Diagnostic) -> Value {
     json!({
+        "file": file,
         "line": d.line,
         "column": d.column,
         "severity": d.severity.as_str(),
@@ -58,16 +67,17 @@ fn to_json(d: &Diagnostic) -> Value {
     })
 }
 
-fn sarif(file: &str, found: &[Diagnostic]) -> Value {
+fn sarif(files: &[(String, Vec<Diagnostic>)]) -> Value {
     let level = |s: Severity| match s {
         Severity::Error => "error",
         Severity::Warning => "warning",
         Severity::Info => "note",
     };
     let rules: Vec<Value> = Code::ALL.iter().map(|c| json!({ "id": c.as_str(), "name": format!("{c:?}") })).collect();
-    let results: Vec<Value> = found
+    let results: Vec<Value> = files
         .iter()
-        .map(|d| {
+        .flat_map(|(file, found)| found.iter().map(move |d| (file, d)))
+        .map(|(file, d)| {
             json!({
                 "ruleId": d.code.as_str(),
                 "level": level(d.severity),

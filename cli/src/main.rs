@@ -38,8 +38,9 @@ enum Command {
     },
     /// Find problems: typos, dead rules, HTML, oversize, and more. Exit 1 on errors.
     Lint {
-        /// The robots.txt file.
-        robots: PathBuf,
+        /// The robots.txt files (pre-commit passes several).
+        #[arg(required = true)]
+        robots: Vec<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: lint::Format,

@@ -191,6 +191,16 @@ struct Reader {
 }
 
 impl Reader {
+    /// The rows read so far, keyed by the crawler's token; empties `rows`.
+    fn keyed(&self, rows: &mut HashMap<(usize, Key), Tally>) -> HashMap<Key, Tally> {
+        rows.drain()
+            .map(|((crawler, mut key), tally)| {
+                key.crawler = self.catalogue.crawlers()[crawler].token.clone();
+                (key, tally)
+            })
+            .collect()
+    }
+
     /// The crawler a User-Agent claims: its index and word.
     fn claim(&mut self, user_agent: &str) -> Option<(usize, String)> {
         if let Some(c) = self.agents.get(user_agent) {
@@ -235,7 +245,9 @@ impl Reader {
         report.file_id = id.clone();
         let mut state = ledger::file_state(m.store(), site, &id).await?;
         let mut input = open(path)?;
-        let (mut rows, mut reads): (HashMap<Key, Tally>, HashMap<String, Fetched>) = Default::default();
+        // Keyed by the crawler's index while reading (no string to hash or
+        // copy a line); the catalogue's token replaces it on commit.
+        let (mut rows, mut reads): (HashMap<(usize, Key), Tally>, HashMap<String, Fetched>) = Default::default();
         let mut bad: Vec<(i64, String, String)> = Vec::new();
         let (mut offset, mut line_no, mut since_commit) = (0i64, 0i64, 0i64);
         let mut line = Vec::with_capacity(1024);
@@ -281,11 +293,11 @@ impl Reader {
                         report.other_hosts += 1;
                     } else if let Some((crawler, word)) = self.claim(&entry.user_agent) {
                         let identity = self.verify(crawler, entry.client).await;
-                        let token = self.catalogue.crawlers()[crawler].token.clone();
                         let at = At { ms: entry.at_ms, seq: u64::try_from(line_no).unwrap_or(0) };
                         let target = robotsgate_compliance::origin_form(&entry.target);
                         if robotsgate_compliance::is_robots_fetch(target) {
                             // Recorded, never judged; a spoofer's fetch is not the crawler's.
+                            let token = self.catalogue.crawlers()[crawler].token.clone();
                             if identity != Identity::Spoofed
                                 && let Some(outcome) = fetched(&self.timeline, at, entry.status)
                             {
@@ -304,10 +316,10 @@ impl Reader {
                         } else {
                             let window = self.catalogue.crawlers()[crawler].robots_cache();
                             let request = Request { at, crawler: &word, identity, target };
-                            let last = fetches.get(&token);
+                            let last = fetches.get(&self.catalogue.crawlers()[crawler].token);
                             let j = robotsgate_compliance::judge(&request, last, window, &self.timeline);
                             let key = Key {
-                                crawler: token,
+                                crawler: String::new(),
                                 identity: identity.as_str(),
                                 revision: j.revision.unwrap_or(0),
                                 line: i64::from(j.line.unwrap_or(0)),
@@ -315,7 +327,11 @@ impl Reader {
                                 class: j.class.as_str(),
                                 day: entry.at_ms.div_euclid(DAY_MS),
                             };
-                            rows.entry(key).or_default().add(entry.at_ms, &String::from_utf8_lossy(target), j.stale);
+                            rows.entry((crawler, key)).or_default().add(
+                                entry.at_ms,
+                                &String::from_utf8_lossy(target),
+                                j.stale,
+                            );
                             state.judged += 1;
                             report.judged += 1;
                         }
@@ -326,11 +342,11 @@ impl Reader {
             }
             since_commit += 1;
             if since_commit >= BATCH_LINES {
-                commit(m, site, &id, &shown, &state, &mut rows, &mut reads, &mut bad).await?;
+                commit(m, site, &id, &shown, &state, &self.keyed(&mut rows), &mut reads, &mut bad).await?;
                 since_commit = 0;
             }
         }
-        commit(m, site, &id, &shown, &state, &mut rows, &mut reads, &mut bad).await?;
+        commit(m, site, &id, &shown, &state, &self.keyed(&mut rows), &mut reads, &mut bad).await?;
         Ok(report)
     }
 }
@@ -344,7 +360,7 @@ async fn commit(
     file_id: &str,
     path: &str,
     state: &FileState,
-    rows: &mut HashMap<Key, Tally>,
+    rows: &HashMap<Key, Tally>,
     reads: &mut HashMap<String, Fetched>,
     bad: &mut Vec<(i64, String, String)>,
 ) -> anyhow::Result<()> {
@@ -356,7 +372,6 @@ async fn commit(
     }
     ledger::write_file(&mut tx, site, file_id, path, state, crate::monitor::now_ms()).await?;
     tx.commit().await.context("committing an import")?;
-    rows.clear();
     reads.clear();
     bad.clear();
     Ok(())

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Access-log import speed, against GoAccess on the same log, in one run:
+# LINES lines of nginx `combined` (80% browsers, 20% crawlers of the
+# catalogue over many paths, some disallowed), judged by `robots-monitor
+# ingest` against a site whose history holds two robots.txt revisions,
+# and counted by `goaccess --log-format=COMBINED -o json`. Prints wall
+# time, lines a second and peak RSS (GNU time) for both. Offline.
+#   scripts/bench-ingest.sh [LINES=10000000]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lines=${1:-10000000}
+source scripts/setup.sh
+for p in goaccess time; do
+  command -v "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
+done
+cargo build --release --locked -p monitor --bin robots-monitor
+
+work=$(mktemp -d /tmp/robots-ingest-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cat > "$work/robots.txt" <<'ROBOTS'
+User-agent: *
+Disallow: /admin
+Disallow: /cart
+Disallow: /search?
+Disallow: /*?sort=
+Allow: /search?q=
+User-agent: GPTBot
+Disallow: /
+ROBOTS
+cat > "$work/config.yaml" <<YAML
+database: $work/history.db
+agents: [Googlebot]
+sites:
+  - name: shop
+    file: $work/robots.txt
+    proxy: { hosts: [shop.example], origin: "127.0.0.1:1" }
+YAML
+target/release/robots-monitor --config "$work/config.yaml" once >/dev/null
+
+python3 - "$lines" "$work/access.log" <<'PY'
+import random, sys, time
+n, path = int(sys.argv[1]), sys.argv[2]
+random.seed(7)
+crawlers = [
+    "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+    "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+    "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)",
+    "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)",
+    "Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)",
+    "CCBot/2.0 (https://commoncrawl.org/faq/)",
+]
+browsers = [
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0",
+]
+paths = ["/", "/products/shoe-%d", "/category/%d?sort=price", "/search?q=red+%d", "/search?page=%d", "/admin/x%d", "/cart/%d", "/blog/post-%d", "/robots.txt"]
+t0 = int(time.time()) + 2  # after the history's first state
+out = open(path, "w")
+for i in range(n):
+    t = time.gmtime(t0 + i * 3600 // n)
+    stamp = time.strftime("%d/%b/%Y:%H:%M:%S +0000", t)
+    ua = random.choice(crawlers) if random.random() < 0.2 else random.choice(browsers)
+    p = random.choice(paths)
+    if "%d" in p:
+        p = p % random.randint(1, 5000)
+    ip = "66.249.%d.%d" % (random.randint(64, 95), random.randint(1, 254))
+    out.write('%s - - [%s] "GET %s HTTP/1.1" 200 %d "-" "%s"\n' % (ip, stamp, p, random.randint(100, 90000), ua))
+out.close()
+PY
+size=$(du -h "$work/access.log" | cut -f1)
+echo "== $lines lines ($size), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+
+measure() { # name, command...
+  local name=$1; shift
+  local t0 t1
+  t0=$(date +%s.%N)
+  /usr/bin/time -f "%M" -o "$work/rss" "$@" >/dev/null 2>"$work/err" || { cat "$work/err"; return 1; }
+  t1=$(date +%s.%N)
+  python3 - "$name" "$t0" "$t1" "$lines" "$(tail -1 "$work/rss")" <<'PY'
+import sys
+name, t0, t1, n, rss = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+s = t1 - t0
+print(f"{name:<34} {s:7.2f} s  {n / s / 1e6:5.2f} M lines/s  peak RSS {rss / 1024:7.1f} MiB")
+PY
+}
+measure "robots-monitor ingest" target/release/robots-monitor --config "$work/config.yaml" ingest --site shop "$work/access.log"
+measure "goaccess --log-format=COMBINED" goaccess "$work/access.log" --log-format=COMBINED -o "$work/report.json"
+target/release/robots-monitor --config "$work/config.yaml" compliance shop | head -20

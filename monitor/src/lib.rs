@@ -12,6 +12,7 @@ pub mod excerpt;
 pub mod letter;
 pub mod links;
 pub mod mail;
+pub mod metrics;
 pub mod monitor;
 pub mod report;
 pub mod store;

@@ -79,6 +79,13 @@ pub struct PollOutcome {
     pub alerted: bool,
 }
 
+/// How old a site's last fetch may be before the site is stale: three of
+/// the longest configured intervals, and a minute.
+pub fn stale_ms(config: &Config) -> i64 {
+    let longest = config.sites.iter().map(|s| config.interval_of(s)).max().unwrap_or_default();
+    3 * longest.as_millis() as i64 + 60_000
+}
+
 /// The running monitor.
 #[derive(Debug)]
 pub struct Monitor {
@@ -173,6 +180,8 @@ impl Monitor {
             return Ok(None);
         };
         let result = self.poll_claimed(site, row).await;
+        let outcome = result.as_ref().map_or("error", |o| o.policy);
+        crate::metrics::counters().polls.with_label_values(&[outcome]).inc();
         if result.is_err() {
             // Try again after a short pause rather than after a full interval.
             let _ = self.store.release(&site.name, now_ms() + 30_000).await;
@@ -437,11 +446,13 @@ impl Monitor {
         while let Some(alert) = self.store.claim_alert(now_ms(), ALERT_LEASE.as_millis() as i64).await? {
             match mailer.send(&alert).await {
                 Ok(()) => {
+                    crate::metrics::counters().deliveries.with_label_values(&["email", "sent"]).inc();
                     self.store.alert_sent(alert.id, now_ms()).await?;
                     tracing::info!(site = %alert.site, subject = %alert.subject, "alert sent");
                     sent += 1;
                 }
                 Err(e) => {
+                    crate::metrics::counters().deliveries.with_label_values(&["email", "failed"]).inc();
                     let backoff = crate::channels::backoff(alert.attempts);
                     self.store.alert_failed(alert.id, &e.to_string(), now_ms() + backoff).await?;
                     // The rest are not tried this round: say why they wait.
@@ -476,6 +487,8 @@ impl Monitor {
                 }
                 Err(e) => tracing::warn!(site = %d.site, channel = %d.channel, error = %e, "alert delivery failed"),
             }
+            let label = if result.is_ok() { "sent" } else { "failed" };
+            crate::metrics::counters().deliveries.with_label_values(&[&d.channel, label]).inc();
             if result.is_err() {
                 failed.push(d.channel.clone());
             }

@@ -62,3 +62,81 @@ fn completions_and_man_pages() {
     let ingest = std::fs::read_to_string(dir.join("robots-monitor-ingest.1")).unwrap();
     assert!(ingest.contains("\\-\\-site") && ingest.contains("\\-\\-format"), "{ingest}");
 }
+
+/// The alert rules shipped in deploy/prometheus pass promtool's check and
+/// their unit tests; the monitor's `/metrics` passes `promtool check
+/// metrics` and has every family the rules read.
+#[test]
+fn prometheus_rules_and_metrics() {
+    if Command::new("promtool").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "promtool is required under CI (scripts/services.sh installs prometheus)"
+        );
+        eprintln!("promtool not installed; skipping");
+        return;
+    }
+    let rules = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/prometheus");
+    for args in [["check", "rules", "rules.yaml"], ["test", "rules", "tests.yaml"]] {
+        let out = Command::new("promtool").args(args).current_dir(&rules).output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let dir = temp_dir("monitor-metrics");
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok("User-agent: *\nDisallow: /x\n"));
+    let down = Origin::start();
+    down.set("/robots.txt", Reply::status(503));
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: history.db\nsites:\n  - name: shop\n    url: {}\n  - name: down\n    url: {}\n",
+            origin.url("/robots.txt"),
+            down.url("/robots.txt")
+        ),
+    );
+    assert!(monitor(&cfg, &["once"]).status.success());
+    let port = free_port();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let _serve = Proc(
+        Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
+            .args(["--config", cfg.to_str().unwrap(), "serve", "--listen", &addr.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_listening(addr, 20));
+    let text = request(addr, "GET", "127.0.0.1", "/metrics", &[]).expect("metrics").text();
+    for want in [
+        "robotsgate_monitor_info{version=",
+        r#"robotsgate_monitor_site_state{site="shop",state="ok"} 1"#,
+        r#"robotsgate_monitor_site_state{site="down",state="blocked"} 1"#,
+        r#"robotsgate_monitor_last_success_age_seconds{site="down"} -1"#,
+        r#"robotsgate_monitor_alerts{channel="email",status="waiting"}"#,
+        "robotsgate_monitor_db_seconds_bucket",
+    ] {
+        assert!(text.contains(want), "{want} in\n{text}");
+    }
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    check.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -59,6 +59,7 @@ pub fn router(monitor: Arc<Monitor>) -> Router {
         .route("/api/compliance", get(compliance::api_overview))
         .route("/api/compliance/{site}", get(compliance::api_site))
         .route("/api/openapi.json", get(api::openapi_json))
+        .route("/metrics", get(metrics))
         .route("/static/console.css", get(pages::stylesheet))
         .fallback(api::not_found)
         // A 1 MiB file, form-encoded, is up to three times as long.
@@ -77,6 +78,15 @@ pub fn router(monitor: Arc<Monitor>) -> Router {
             response
         }))
         .with_state(monitor)
+}
+
+/// `GET /metrics`: Prometheus text exposition.
+async fn metrics(axum::extract::State(m): axum::extract::State<Arc<Monitor>>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match crate::metrics::render(&m).await {
+        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response(),
+        Err(e) => (axum::http::StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response(),
+    }
 }
 
 /// Serves the console on `listen` until `shutdown` resolves.

@@ -73,9 +73,7 @@ struct SitesPage {
 }
 
 async fn site_lines(m: &Monitor, filter: &Filter) -> Result<(Vec<SiteLine>, i64), StoreError> {
-    // Stale: no fetch for three of the longest configured intervals.
-    let longest = m.config().sites.iter().map(|s| m.config().interval_of(s)).max().unwrap_or_default();
-    overview::sites(m.store(), filter, now_ms(), 3 * longest.as_millis() as i64 + 60_000).await
+    overview::sites(m.store(), filter, now_ms(), crate::monitor::stale_ms(m.config())).await
 }
 
 /// `GET /`: every site, filterable and paginated.

@@ -1,0 +1,167 @@
+//! The monitor's Prometheus metrics, served at `/metrics` on the console's
+//! listener. Labels are bounded: sites and channels come from the config,
+//! states and outcomes from fixed sets, crawlers from the catalogue.
+//!
+//! Counters of what this process did (polls, deliveries) live in memory;
+//! what the database holds (each site's state and last good poll, alerts
+//! waiting and failing, the ledger's violations) is read at each scrape,
+//! so every monitor sharing a database reports the same, and the time
+//! those reads take is the database latency metric.
+
+use std::sync::OnceLock;
+
+use prometheus::{Encoder, Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
+use sqlx::Row;
+
+use crate::monitor::{Monitor, now_ms};
+
+/// The process's counters.
+#[derive(Debug)]
+pub struct Counters {
+    registry: Registry,
+    /// Polls by outcome (`rules`, `allow-all`, `disallow-all`, `error`).
+    pub polls: IntCounterVec,
+    /// Delivery attempts by channel and result (`sent`, `failed`).
+    pub deliveries: IntCounterVec,
+    /// Seconds the scrape's database reads took.
+    pub db_seconds: Histogram,
+}
+
+/// The process's counters, made on first use.
+pub fn counters() -> &'static Counters {
+    static C: OnceLock<Counters> = OnceLock::new();
+    C.get_or_init(|| {
+        let registry = Registry::new();
+        let polls = IntCounterVec::new(Opts::new("robotsgate_monitor_polls_total", "Polls by outcome"), &["outcome"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let deliveries = IntCounterVec::new(
+            Opts::new("robotsgate_monitor_delivery_attempts_total", "Alert delivery attempts by channel and result"),
+            &["channel", "result"],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let db_seconds = Histogram::with_opts(
+            HistogramOpts::new("robotsgate_monitor_db_seconds", "Database read latency (the scrape's queries)")
+                .buckets(vec![0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0]),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        // Fixed names: registration cannot collide.
+        let _ = registry.register(Box::new(polls.clone()));
+        let _ = registry.register(Box::new(deliveries.clone()));
+        let _ = registry.register(Box::new(db_seconds.clone()));
+        Counters { registry, polls, deliveries, db_seconds }
+    })
+}
+
+fn gauge(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    IntGaugeVec::new(Opts::new(name, help), labels).unwrap_or_else(|e| panic!("metric {name}: {e}"))
+}
+
+/// The metrics text: the counters, and the gauges read from the database now.
+pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
+    let c = counters();
+    let registry = Registry::new();
+    let now = now_ms();
+    let started = std::time::Instant::now();
+
+    let info = gauge("robotsgate_monitor_info", "The monitor's version", &["version"]);
+    info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+    let state = gauge("robotsgate_monitor_site_state", "1 for each site's current state", &["site", "state"]);
+    let age = gauge(
+        "robotsgate_monitor_last_success_age_seconds",
+        "Seconds since each site's last successful poll (-1: never)",
+        &["site"],
+    );
+    let stale = crate::monitor::stale_ms(m.config());
+    let filter = crate::console::overview::Filter::default();
+    let mut page = 1;
+    loop {
+        let filter = crate::console::overview::Filter { page: Some(page), ..filter.clone() };
+        let (lines, total) = crate::console::overview::sites(m.store(), &filter, now, stale).await?;
+        for l in &lines {
+            state.with_label_values(&[&l.name, l.state]).set(1);
+        }
+        if page * crate::console::overview::PAGE >= total {
+            break;
+        }
+        page += 1;
+    }
+    let q = |doing: &'static str| move |source| crate::store::StoreError::Query { doing, source };
+    let rows = sqlx::query(
+        "SELECT site, MAX(COALESCE(last_at, at)) AS at FROM fetches WHERE status >= 200 AND status < 300 GROUP BY site",
+    )
+    .fetch_all(m.store().pool())
+    .await
+    .map_err(q("reading last good polls"))?;
+    for s in &m.config().sites {
+        let at = rows
+            .iter()
+            .find(|r| r.try_get::<String, _>("site").is_ok_and(|n| n == s.name))
+            .and_then(|r| r.try_get::<Option<i64>, _>("at").ok().flatten());
+        age.with_label_values(&[&s.name]).set(at.map_or(-1, |at| (now - at).max(0) / 1000));
+    }
+    let alerts = gauge(
+        "robotsgate_monitor_alerts",
+        "Undelivered alerts: waiting (not yet tried) and failing",
+        &["channel", "status"],
+    );
+    let row = sqlx::query(
+        "SELECT COALESCE(SUM(CASE WHEN attempts = 0 THEN 1 ELSE 0 END), 0) AS waiting, \
+         COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) AS failing FROM alerts WHERE sent_at IS NULL",
+    )
+    .fetch_one(m.store().pool())
+    .await
+    .map_err(q("counting alerts"))?;
+    alerts.with_label_values(&["email", "waiting"]).set(row.try_get("waiting").unwrap_or(0));
+    alerts.with_label_values(&["email", "failing"]).set(row.try_get("failing").unwrap_or(0));
+    let rows = sqlx::query(
+        "SELECT channel, COALESCE(SUM(CASE WHEN attempts = 0 THEN 1 ELSE 0 END), 0) AS waiting, \
+         COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) AS failing FROM deliveries \
+         WHERE sent_at IS NULL GROUP BY channel",
+    )
+    .fetch_all(m.store().pool())
+    .await
+    .unwrap_or_default();
+    for r in &rows {
+        let channel: String = r.try_get("channel").unwrap_or_default();
+        if m.config().channels.iter().any(|c| c.name == channel) {
+            alerts.with_label_values(&[&channel, "waiting"]).set(r.try_get("waiting").unwrap_or(0));
+            alerts.with_label_values(&[&channel, "failing"]).set(r.try_get("failing").unwrap_or(0));
+        }
+    }
+    let violations = prometheus::IntCounterVec::new(
+        Opts::new(
+            "robotsgate_crawler_violations_total",
+            "Crawler requests judged violations, in the ledger's retention",
+        ),
+        &["site", "crawler", "identity"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let rows = sqlx::query(
+        "SELECT site, crawler, identity, SUM(requests) AS n FROM ledger WHERE class = 'violation' GROUP BY site, crawler, identity",
+    )
+    .fetch_all(m.store().pool())
+    .await
+    .map_err(q("summing violations"))?;
+    for r in &rows {
+        let (site, crawler, identity): (String, String, String) = (
+            r.try_get("site").unwrap_or_default(),
+            r.try_get("crawler").unwrap_or_default(),
+            r.try_get("identity").unwrap_or_default(),
+        );
+        // Bounded labels: the config's sites, the catalogue's tokens.
+        if m.site(&site).is_some() && m.catalogue().get(&crawler).is_some() {
+            let n: i64 = r.try_get("n").unwrap_or(0);
+            violations.with_label_values(&[&site, &crawler, &identity]).inc_by(n.max(0) as u64);
+        }
+    }
+    c.db_seconds.observe(started.elapsed().as_secs_f64());
+    for g in [info, state, age, alerts] {
+        let _ = registry.register(Box::new(g));
+    }
+    let _ = registry.register(Box::new(violations));
+    let mut families = c.registry.gather();
+    families.extend(registry.gather());
+    let mut out = Vec::new();
+    let _ = prometheus::TextEncoder::new().encode(&families, &mut out);
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}

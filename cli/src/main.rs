@@ -47,18 +47,8 @@ enum Command {
     },
     /// Text diff plus every verdict that flips. Exit 1 when any verdict flips.
     Diff(diff::Args),
-    /// Shell completions, for `source <(robots completions bash)`.
-    Completions {
-        /// The shell.
-        #[arg(value_enum)]
-        shell: robotsgate_shell::Shell,
-    },
-    /// The man page; with --dir, every page (one per command) into DIR.
-    Man {
-        /// Where to write the pages.
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
+    #[command(flatten)]
+    Shell(robotsgate_shell::Command),
 }
 
 fn main() -> ExitCode {
@@ -69,14 +59,8 @@ fn main() -> ExitCode {
         Command::Explain { robots, agent, url } => explain::run(&robots, &agent, &url),
         Command::Lint { robots, format } => lint::run(&robots, format),
         Command::Diff(args) => diff::run(&args),
-        Command::Completions { shell } => {
-            robotsgate_shell::completions(<Cli as clap::CommandFactory>::command(), shell, &mut std::io::stdout());
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Man { dir } => {
-            robotsgate_shell::man(<Cli as clap::CommandFactory>::command(), dir.as_deref(), &mut std::io::stdout())
-                .map(|()| ExitCode::SUCCESS)
-                .map_err(anyhow::Error::from)
+        Command::Shell(shell) => {
+            shell.run(<Cli as clap::CommandFactory>::command()).map(|()| ExitCode::SUCCESS).map_err(anyhow::Error::from)
         }
     };
     match result {

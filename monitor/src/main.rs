@@ -115,18 +115,8 @@ enum Command {
     },
     /// Load and validate the configuration, then exit.
     CheckConfig,
-    /// Shell completions, for `source <(robots-monitor completions bash)`.
-    Completions {
-        /// The shell.
-        #[arg(value_enum)]
-        shell: robotsgate_shell::Shell,
-    },
-    /// The man page; with --dir, every page (one per command) into DIR.
-    Man {
-        /// Where to write the pages.
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
+    #[command(flatten)]
+    Shell(robotsgate_shell::Command),
 }
 
 /// The log format the `ingest` flags name.
@@ -183,16 +173,9 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Neither needs a config.
-    match &cli.command {
-        Command::Completions { shell } => {
-            robotsgate_shell::completions(<Cli as clap::CommandFactory>::command(), *shell, &mut std::io::stdout());
-            return Ok(ExitCode::SUCCESS);
-        }
-        Command::Man { dir } => {
-            robotsgate_shell::man(<Cli as clap::CommandFactory>::command(), dir.as_deref(), &mut std::io::stdout())?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        _ => {}
+    if let Command::Shell(shell) = &cli.command {
+        shell.run(<Cli as clap::CommandFactory>::command())?;
+        return Ok(ExitCode::SUCCESS);
     }
     let config = match Config::load(&cli.config) {
         Ok(c) => c,
@@ -305,7 +288,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 write!(stdout, "{}", monitor::compliance::report::text(&site, &lines, monitor::monitor::now_ms()))?;
             }
         }
-        Command::CheckConfig | Command::Completions { .. } | Command::Man { .. } => {}
+        Command::CheckConfig | Command::Shell(_) => {}
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -105,8 +105,8 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
         &["channel", "status"],
     );
     let row = sqlx::query(
-        "SELECT COALESCE(SUM(CASE WHEN attempts = 0 THEN 1 ELSE 0 END), 0) AS waiting, \
-         COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) AS failing FROM alerts WHERE sent_at IS NULL",
+        "SELECT CAST(COALESCE(SUM(CASE WHEN attempts = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS waiting, \
+         CAST(COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS failing FROM alerts WHERE sent_at IS NULL",
     )
     .fetch_one(m.store().pool())
     .await
@@ -114,8 +114,8 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
     alerts.with_label_values(&["email", "waiting"]).set(row.try_get("waiting").unwrap_or(0));
     alerts.with_label_values(&["email", "failing"]).set(row.try_get("failing").unwrap_or(0));
     let rows = sqlx::query(
-        "SELECT channel, COALESCE(SUM(CASE WHEN attempts = 0 THEN 1 ELSE 0 END), 0) AS waiting, \
-         COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) AS failing FROM deliveries \
+        "SELECT channel, CAST(COALESCE(SUM(CASE WHEN attempts = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS waiting, \
+         CAST(COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS failing FROM deliveries \
          WHERE sent_at IS NULL GROUP BY channel",
     )
     .fetch_all(m.store().pool())
@@ -137,7 +137,9 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let rows = sqlx::query(
-        "SELECT site, crawler, identity, SUM(requests) AS n FROM ledger WHERE class = 'violation' GROUP BY site, crawler, identity",
+        // PostgreSQL sums BIGINT as NUMERIC, which the Any driver cannot read.
+        "SELECT site, crawler, identity, CAST(SUM(requests) AS BIGINT) AS n FROM ledger \
+         WHERE class = 'violation' GROUP BY site, crawler, identity",
     )
     .fetch_all(m.store().pool())
     .await

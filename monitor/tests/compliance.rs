@@ -67,7 +67,9 @@ fn get(from: &str, addr: SocketAddr, method: &str, path: &str, ua: &str) {
 fn sum(database: &str, class: &str) -> i64 {
     scalar(
         database,
-        &format!("SELECT COALESCE(SUM(requests), 0) FROM ledger WHERE site = 'shop' AND class = '{class}'"),
+        &format!(
+            "SELECT CAST(COALESCE(SUM(requests), 0) AS BIGINT) FROM ledger WHERE site = 'shop' AND class = '{class}'"
+        ),
     )
 }
 
@@ -189,9 +191,7 @@ fn run(db: Db) {
 
     // The console: the Compliance pages and their JSON, held to the
     // OpenAPI document.
-    if db == Db::Sqlite {
-        console(&cfg);
-    }
+    console(&cfg, db == Db::Sqlite);
 
     // A kill -9 in the middle of a large import, then a restart: every
     // line counted exactly once.
@@ -236,7 +236,7 @@ fn access_logs_on_postgres() {
 
 /// The Compliance pages in the console, their JSON against the OpenAPI
 /// document, and the pages in Chromium (a screenshot for the README).
-fn console(cfg: &Path) {
+fn console(cfg: &Path, in_chromium: bool) {
     let port = free_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let _serve = Proc(
@@ -273,6 +273,17 @@ fn console(cfg: &Path) {
     assert!(html.contains("<svg") && html.contains("Disallow: /news") && html.contains("/news/a"), "{html}");
     assert_eq!(html.matches("<script").count(), 0);
 
+    // The ledger's violations as a metric, read back from either database.
+    let metrics = String::from_utf8_lossy(&openapi::send(addr, "GET", "/metrics", &[], b"").body).into_owned();
+    for want in [
+        r#"robotsgate_crawler_violations_total{crawler="bingbot",identity="unverifiable",site="shop"} 4"#,
+        r#"robotsgate_crawler_violations_total{crawler="Googlebot",identity="unverifiable",site="shop"} 1"#,
+    ] {
+        assert!(metrics.contains(want), "{want} in\n{metrics}");
+    }
+    if !in_chromium {
+        return;
+    }
     let Some((_driver, driver_port)) = browser::chromedriver() else { return };
     block_on(async {
         let c = browser::browser(driver_port).await;

@@ -81,18 +81,8 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
-    /// Shell completions, for `source <(robots-proxy completions bash)`.
-    Completions {
-        /// The shell.
-        #[arg(value_enum)]
-        shell: robotsgate_shell::Shell,
-    },
-    /// The man page; with --dir, every page (one per command) into DIR.
-    Man {
-        /// Where to write the pages.
-        #[arg(long)]
-        dir: Option<PathBuf>,
-    },
+    #[command(flatten)]
+    Shell(robotsgate_shell::Command),
 }
 
 /// SIGINT is graceful here too: an operator's Ctrl-C should not cut
@@ -145,19 +135,8 @@ fn main() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    match &cli.command {
-        Some(Command::Completions { shell }) => {
-            robotsgate_shell::completions(<Cli as clap::CommandFactory>::command(), *shell, &mut std::io::stdout());
-            return Ok(());
-        }
-        Some(Command::Man { dir }) => {
-            return Ok(robotsgate_shell::man(
-                <Cli as clap::CommandFactory>::command(),
-                dir.as_deref(),
-                &mut std::io::stdout(),
-            )?);
-        }
-        _ => {}
+    if let Some(Command::Shell(shell)) = &cli.command {
+        return Ok(shell.run(<Cli as clap::CommandFactory>::command())?);
     }
     if let Some(Command::Verify { ip, user_agent, dns, budget, feeds_dir, catalogue, offline }) = cli.command {
         robotsgate_config::telemetry::init();

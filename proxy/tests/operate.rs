@@ -110,3 +110,49 @@ fn completions_and_man_pages() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("robots-proxy"));
     }
 }
+
+/// deploy/Containerfile, as far as this machine can test it (no container
+/// engine runs here): two stages, the build stage builds packages the
+/// workspace has and installs the three commands, and the image runs them
+/// as a user that is not root.
+#[test]
+fn the_containerfile_builds_what_exists_and_runs_as_a_user() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let file = std::fs::read_to_string(root.join("deploy/Containerfile")).unwrap();
+    let froms: Vec<&str> = file.lines().filter(|l| l.starts_with("FROM ")).collect();
+    assert_eq!(froms.len(), 2, "a build stage and a runtime stage: {froms:?}");
+    assert!(froms[0].ends_with(" AS build"), "{}", froms[0]);
+    let build = file.lines().find(|l| l.contains("cargo build --release")).expect("a release build");
+    let packages: Vec<&str> =
+        build.split_whitespace().skip_while(|w| *w != "-p").filter(|w| *w != "-p").take_while(|w| *w != "\\").collect();
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members: Vec<String> = workspace
+        .lines()
+        .find(|l| l.starts_with("members"))
+        .unwrap()
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(|m| std::fs::read_to_string(root.join(m).join("Cargo.toml")).unwrap())
+        .filter_map(|t| {
+            t.lines()
+                .find(|l| l.starts_with("name = "))
+                .map(|l| l.trim_start_matches("name = ").trim_matches('"').to_string())
+        })
+        .collect();
+    for p in &packages {
+        assert!(members.iter().any(|m| m == p), "-p {p} is not a workspace package: {members:?}");
+    }
+    for bin in ["robots-proxy", "robots-monitor", "robots"] {
+        assert!(
+            file.contains(&format!("target/release/{bin} "))
+                || file.contains(&format!("target/release/{bin}\n"))
+                || file.contains(&format!("target/release/{bin} -t")),
+            "{bin} installed"
+        );
+    }
+    let user = file.lines().rev().find(|l| l.starts_with("USER ")).expect("a USER line");
+    let uid = user.trim_start_matches("USER ").trim();
+    assert!(uid != "0" && uid != "root", "runs as {uid}");
+    assert!(file.contains(&format!("--uid {uid}")), "the user {uid} is created");
+}

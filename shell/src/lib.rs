@@ -16,6 +16,39 @@ pub enum Shell {
     Fish,
 }
 
+/// The `completions` and `man` subcommands every robotsgate command has;
+/// flattened into each one's own subcommands.
+#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Shell completions, for `source <(COMMAND completions bash)`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// The man page; with --dir, every page (one per command) into DIR.
+    Man {
+        /// Where to write the pages.
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+    },
+}
+
+impl Command {
+    /// Writes what was asked of `cmd` (the whole command's clap
+    /// definition) to stdout, or, for `man --dir`, into the folder.
+    pub fn run(&self, cmd: clap::Command) -> std::io::Result<()> {
+        let mut out = std::io::stdout().lock();
+        match self {
+            Command::Completions { shell } => {
+                completions(cmd, *shell, &mut out);
+                Ok(())
+            }
+            Command::Man { dir } => man(cmd, dir.as_deref(), &mut out),
+        }
+    }
+}
+
 /// Writes `cmd`'s completions for `shell` to `out`.
 pub fn completions(mut cmd: clap::Command, shell: Shell, out: &mut dyn Write) {
     let name = cmd.get_name().to_string();

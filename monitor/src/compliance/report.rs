@@ -197,6 +197,24 @@ pub async fn per_day(m: &Monitor, site: Option<&str>, days: i64) -> anyhow::Resu
     Ok(out)
 }
 
+/// A crawler's last robots.txt read in words (`3days 2h ago; it holds
+/// revision 11, 2 behind`), or `None` when none was seen.
+pub fn read_words(l: &CrawlerLine, now: i64) -> Option<String> {
+    let at = l.last_read?;
+    let ago = humantime::format_duration(std::time::Duration::from_secs(((now - at).max(0) / 1000) as u64));
+    let held = match (l.read_revision, l.read_status) {
+        (Some(r), _) => format!("it holds revision {r}"),
+        (None, Some(s)) => format!("it got {s}"),
+        _ => "it got no answer".to_string(),
+    };
+    let behind = match l.behind {
+        Some(0) => ", the newest".to_string(),
+        Some(n) => format!(", {n} behind"),
+        None => String::new(),
+    };
+    Some(format!("{ago} ago; {held}{behind}"))
+}
+
 /// The summary as text, one block per crawler.
 pub fn text(site: &str, lines: &[CrawlerLine], now: i64) -> String {
     use std::fmt::Write;
@@ -222,20 +240,9 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64) -> String {
             l.violations,
             ids.join(", ")
         );
-        match l.last_read {
-            Some(at) => {
-                let ago = humantime::format_duration(std::time::Duration::from_secs(((now - at).max(0) / 1000) as u64));
-                let held = match (l.read_revision, l.read_status) {
-                    (Some(r), _) => format!("it holds revision {r}"),
-                    (None, Some(s)) => format!("it got {s}"),
-                    _ => "it got no answer".to_string(),
-                };
-                let behind = match l.behind {
-                    Some(0) => ", the newest".to_string(),
-                    Some(n) => format!(", {n} behind"),
-                    None => String::new(),
-                };
-                let _ = writeln!(out, "  last read robots.txt {ago} ago; {held}{behind}");
+        match read_words(l, now) {
+            Some(read) => {
+                let _ = writeln!(out, "  last read robots.txt {read}");
             }
             None => {
                 let _ = writeln!(out, "  no robots.txt read seen");

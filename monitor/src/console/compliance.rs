@@ -182,23 +182,7 @@ struct CrawlerView {
 
 fn view(site: &str, l: CrawlerLine, now: i64) -> CrawlerView {
     let identity = l.identity.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
-    let read = match l.last_read {
-        None => "no robots.txt read seen".to_string(),
-        Some(at) => {
-            let ago = humantime::format_duration(std::time::Duration::from_secs(((now - at).max(0) / 1000) as u64));
-            let held = match (l.read_revision, l.read_status) {
-                (Some(r), _) => format!("holds revision {r}"),
-                (None, Some(s)) => format!("got {s}"),
-                _ => "got no answer".to_string(),
-            };
-            let behind = match l.behind {
-                Some(0) => ", the newest".to_string(),
-                Some(n) => format!(", {n} behind"),
-                None => String::new(),
-            };
-            format!("{ago} ago; {held}{behind}")
-        }
-    };
+    let read = report::read_words(&l, now).unwrap_or_else(|| "no robots.txt read seen".to_string());
     let violated = l
         .violated
         .iter()

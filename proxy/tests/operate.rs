@@ -36,7 +36,11 @@ fn json_logs(fast_path: bool) {
     let mut proc = Proc(child);
     let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
     assert!(wait_listening(addr, 20));
-    let served = || request(addr, "GET", "shop.test", "/robots.txt", &[]).is_some_and(|r| r.text() == ROBOTS);
+    // From the store, not passed through: only then are requests judged.
+    let served = || {
+        request(addr, "GET", "shop.test", "/robots.txt", &[])
+            .is_some_and(|r| r.text() == ROBOTS && r.header("X-Robots-Source") == Some("origin"))
+    };
     assert!(eventually(20, served));
     let r = request(addr, "GET", "shop.test", "/private/x", &[("User-Agent", "Googlebot/2.1")]).unwrap();
     assert_eq!(r.status, 403);

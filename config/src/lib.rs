@@ -721,6 +721,22 @@ impl Config {
         self.database.as_deref().unwrap_or("var/robotsgate.db")
     }
 
+    /// [`Config::load`], then the daemon's logging, in the format the
+    /// config and `ROBOTSGATE_LOG_FORMAT` choose (text when the config
+    /// cannot be read, so that its error is logged plainly).
+    pub fn load_and_log(path: &Path) -> Result<Config, ConfigError> {
+        match Config::load(path) {
+            Ok(config) => {
+                telemetry::init_as(telemetry::LogFormat::chosen(config.log_format));
+                Ok(config)
+            }
+            Err(e) => {
+                telemetry::init();
+                Err(e)
+            }
+        }
+    }
+
     /// Reads, parses and validates `path`. Relative `file:` paths are taken
     /// relative to the config file's directory.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {

@@ -177,14 +177,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         shell.run(<Cli as clap::CommandFactory>::command())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let config = match Config::load(&cli.config) {
-        Ok(c) => c,
-        Err(e) => {
-            robotsgate_config::telemetry::init();
-            return Err(e.into());
-        }
-    };
-    robotsgate_config::telemetry::init_as(robotsgate_config::telemetry::LogFormat::chosen(config.log_format));
+    let config = Config::load_and_log(&cli.config)?;
     if let Command::CheckConfig = cli.command {
         println!(
             "{}: {} sites, database {}",

@@ -159,14 +159,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }))?;
         std::process::exit(code);
     }
-    let config = match Config::load(&cli.config) {
-        Ok(c) => c,
-        Err(e) => {
-            robotsgate_config::telemetry::init();
-            return Err(e.into());
-        }
-    };
-    robotsgate_config::telemetry::init_as(robotsgate_config::telemetry::LogFormat::chosen(config.log_format));
+    let config = Config::load_and_log(&cli.config)?;
     let Some(settings) = config.proxy.clone() else {
         bail!("{}: no `proxy:` section; see config.example.yaml", cli.config.display());
     };

@@ -344,6 +344,8 @@ fn tls_listener_serves_robots() {
     std::fs::write(&cfg, text).unwrap();
     let g = start(&cfg, listen, admin);
     served_from(&g, "origin");
+    // The TLS listener comes up beside the plain one, not before it.
+    assert!(wait_listening(format!("127.0.0.1:{tls_port}").parse().unwrap(), 20), "the TLS listener did not start");
     let out = Command::new("curl")
         .args(["-s", "-i", "--resolve", &format!("shop.test:{tls_port}:127.0.0.1"), "--cacert"])
         .arg(&certs.ca)

@@ -458,46 +458,47 @@ impl Linter {
                 "put it in a group, for example under `User-agent: *`",
             );
         }
-        let (entries, known): (Vec<crate::prefs::Entry>, &[&str]) = match (prefs.signals.first(), prefs.usages.first())
-        {
-            (Some(s), _) => {
-                if let Some(junk) = &s.junk {
-                    self.push(
-                        d.line,
-                        col,
-                        Severity::Warning,
-                        Code::PreferenceSyntax,
-                        format!("`{junk}` is no `key=value` member"),
-                        "write members as `key=yes` or `key=no`, separated by commas",
-                    );
-                }
-                (s.entries.clone(), &SIGNAL_KEYS)
-            }
+        // The junk, and how the line's values are written, for the one finding.
+        let (entries, known, junk, hint): (Vec<crate::prefs::Entry>, &[&str], Option<&String>, &str) = match (
+            prefs.signals.first(),
+            prefs.usages.first(),
+        ) {
+            (Some(s), _) => (
+                s.entries.clone(),
+                &SIGNAL_KEYS,
+                s.junk.as_ref(),
+                "write members as `key=yes` or `key=no`, separated by commas",
+            ),
             (_, Some(u)) => {
                 if u.path.is_none() {
                     self.push(
-                        d.line,
-                        col,
-                        Severity::Warning,
-                        Code::PreferenceSyntax,
-                        "`Content-Usage` without a path: the AIPREF drafts start the value with the path it covers, so readers may skip this line".into(),
-                        "write the path first, for example `Content-Usage: / train-ai=n`",
-                    );
+                            d.line,
+                            col,
+                            Severity::Warning,
+                            Code::PreferenceSyntax,
+                            "`Content-Usage` without a path: the AIPREF drafts start the value with the path it covers, so readers may skip this line".into(),
+                            "write the path first, for example `Content-Usage: / train-ai=n`",
+                        );
                 }
-                if let Some(junk) = &u.junk {
-                    self.push(
-                        d.line,
-                        col,
-                        Severity::Warning,
-                        Code::PreferenceSyntax,
-                        format!("`{junk}` is no `key=value` member"),
-                        "write members as `key=y` or `key=n`, separated by commas",
-                    );
-                }
-                (u.entries.clone(), &USAGE_KEYS)
+                (
+                    u.entries.clone(),
+                    &USAGE_KEYS,
+                    u.junk.as_ref(),
+                    "write members as `key=y` or `key=n`, separated by commas",
+                )
             }
             _ => return,
         };
+        if let Some(junk) = junk {
+            self.push(
+                d.line,
+                col,
+                Severity::Warning,
+                Code::PreferenceSyntax,
+                format!("`{junk}` is no `key=value` member"),
+                hint,
+            );
+        }
         if entries.is_empty() {
             self.push(
                 d.line,

@@ -471,19 +471,10 @@ async fn multipart_input(mut form: Multipart) -> (Input, Option<String>) {
         }
         input.robots_b64.clear();
         input.set_file(bytes);
-    } else if let Some(bytes) = pasted.filter(|b| !b.is_empty()) {
-        // The pasted text is exact, unless it is the text reading of the
-        // bytes the form carries for a file that is not UTF-8.
-        match input.file() {
-            Ok(carried) if carried.as_ref() != bytes.as_slice() && !input.robots_b64.is_empty() => {
-                let carried = carried.into_owned();
-                input.set_file(carried);
-            }
-            _ => {
-                input.robots_b64.clear();
-                input.set_file(bytes);
-            }
-        }
+    } else if let Some(bytes) = pasted.filter(|b| !b.is_empty())
+        && let Err(e) = input.set_typed(bytes)
+    {
+        return (input, Some(e.to_string()));
     }
     (input, None)
 }

@@ -133,19 +133,42 @@ impl Input {
     /// The file's exact bytes: as they came, or from `robots_b64` unless
     /// the text was edited since, or the text's.
     pub fn file(&self) -> Result<std::borrow::Cow<'_, [u8]>, InputError> {
-        use base64::Engine;
         if let Some(bytes) = &self.exact {
             return Ok(bytes.as_slice().into());
         }
-        if !self.robots_b64.trim().is_empty() {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(self.robots_b64.trim())
-                .map_err(|e| InputError::Base64(e.to_string()))?;
-            if self.robots.is_empty() || same_text(&String::from_utf8_lossy(&bytes), &self.robots) {
-                return Ok(bytes.into());
-            }
+        if let Some(bytes) = self.carried()?
+            && (self.robots.is_empty() || same_text(&String::from_utf8_lossy(&bytes), &self.robots))
+        {
+            return Ok(bytes.into());
         }
         Ok(self.robots.as_bytes().into())
+    }
+
+    /// The bytes `robots_b64` carries, if any.
+    fn carried(&self) -> Result<Option<Vec<u8>>, InputError> {
+        use base64::Engine;
+        let b64 = self.robots_b64.trim();
+        if b64.is_empty() {
+            return Ok(None);
+        }
+        base64::engine::general_purpose::STANDARD.decode(b64).map(Some).map_err(|e| InputError::Base64(e.to_string()))
+    }
+
+    /// Sets the file from a form's text field, `typed` as its exact bytes.
+    /// The form also carries, for a file that is not UTF-8, that file's
+    /// bytes (`robots_b64`): they are the file unless the text was edited,
+    /// that is, unless it is no longer their reading.
+    pub fn set_typed(&mut self, typed: Vec<u8>) -> Result<(), InputError> {
+        match self.carried()? {
+            Some(carried) if same_text(&String::from_utf8_lossy(&carried), &String::from_utf8_lossy(&typed)) => {
+                self.set_file(carried);
+            }
+            _ => {
+                self.robots_b64.clear();
+                self.set_file(typed);
+            }
+        }
+        Ok(())
     }
 
     /// Whether a file was given, in any form.
@@ -164,10 +187,11 @@ impl Input {
     /// Reads a form body or query string, the file's bytes exactly.
     pub fn from_form(raw: &[u8]) -> Result<Input, String> {
         let mut input = Input::default();
+        let mut typed = None;
         for (name, value) in super::form::pairs(raw) {
             let text = || String::from_utf8_lossy(&value).into_owned();
             match name.as_str() {
-                "robots" if !value.is_empty() => input.set_file(value),
+                "robots" if !value.is_empty() => typed = Some(value),
                 "robots_b64" => input.robots_b64 = text(),
                 "agents" => input.agents = text(),
                 "urls" => input.urls = text(),
@@ -177,18 +201,8 @@ impl Input {
                 _ => {}
             }
         }
-        // The form carries both the text and, for a file that is not
-        // UTF-8, its bytes: the text was edited unless it is their reading.
-        if input.exact.is_some() && !input.robots_b64.is_empty() {
-            let text = input.robots.clone();
-            input.exact = None;
-            let carried = input.file().map_err(|e| e.to_string())?.into_owned();
-            if same_text(&String::from_utf8_lossy(&carried), &text) {
-                input.exact = Some(carried);
-            } else {
-                input.robots_b64.clear();
-                input.exact = Some(text.into_bytes());
-            }
+        if let Some(typed) = typed {
+            input.set_typed(typed).map_err(|e| e.to_string())?;
         }
         Ok(input)
     }

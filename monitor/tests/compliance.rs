@@ -239,15 +239,7 @@ fn access_logs_on_postgres() {
 fn console(cfg: &Path, in_chromium: bool) {
     let port = free_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let _serve = Proc(
-        Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
-            .args(["--config", cfg.to_str().unwrap(), "serve", "--listen", &addr.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve"),
-    );
-    assert!(wait_listening(addr, 20), "console did not start");
+    let _serve = serve(cfg, addr, None);
     let doc = openapi::Document::fetch(addr);
     let all = openapi::send(addr, "GET", "/api/compliance?days=7", &[], b"");
     assert_eq!(all.status, 200);

@@ -355,15 +355,7 @@ fn sites_page_is_fast_at_10000_sites() {
 
     let port = free_port();
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let _serve = Proc(
-        Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
-            .args(["--config", cfg.to_str().unwrap(), "serve", "--listen", &addr.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve"),
-    );
-    assert!(wait_listening(addr, 20), "console did not start");
+    let _serve = serve(&cfg, addr, None);
     let get = |path: &str| {
         let start = std::time::Instant::now();
         let r = request(addr, "GET", "127.0.0.1", path, &[]).expect("an answer");

@@ -103,15 +103,7 @@ fn prometheus_rules_and_metrics() {
     assert!(monitor(&cfg, &["once"]).status.success());
     let port = free_port();
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let _serve = Proc(
-        Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
-            .args(["--config", cfg.to_str().unwrap(), "serve", "--listen", &addr.to_string()])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(wait_listening(addr, 20));
+    let _serve = serve(&cfg, addr, None);
     let text = request(addr, "GET", "127.0.0.1", "/metrics", &[]).expect("metrics").text();
     for want in [
         "robotsgate_monitor_info{version=",

@@ -131,3 +131,16 @@ impl Drop for Receiver {
         self.stop();
     }
 }
+
+/// Starts `robots-monitor --config CONFIG serve --listen ADDR` (with the
+/// admin token given, if any) and waits until it listens.
+pub fn serve(config: &Path, addr: std::net::SocketAddr, admin_token: Option<&str>) -> Proc {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_robots-monitor"));
+    cmd.arg("--config").arg(config).args(["serve", "--listen", &addr.to_string()]);
+    if let Some(token) = admin_token {
+        cmd.env("ROBOTSGATE_ADMIN_TOKEN", token);
+    }
+    let proc = Proc(cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("robots-monitor serve"));
+    assert!(wait_listening(addr, 20), "console did not start");
+    proc
+}

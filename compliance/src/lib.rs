@@ -134,6 +134,19 @@ impl Timeline {
         self.served[start..end.max(start)].iter().map(|(_, o)| o)
     }
 
+    /// Forgets the outcomes that ended before `at`, keeping the one
+    /// current at `at`: a judgement never looks further back than its
+    /// window, so a long-running judge stays bounded.
+    pub fn forget_before(&mut self, at: At) {
+        let current = self.served.partition_point(|(t, _)| *t <= at).saturating_sub(1);
+        self.served.drain(..current);
+    }
+
+    /// The outcome served last, if any.
+    pub fn last(&self) -> Option<&Outcome> {
+        self.served.last().map(|(_, o)| o)
+    }
+
     /// How many outcomes it holds.
     pub fn len(&self) -> usize {
         self.served.len()

@@ -158,3 +158,17 @@ fn targets_of_this_site_and_robots_fetches() {
     assert!(is_robots_fetch(b"/robots.txt") && is_robots_fetch(b"/robots.txt?x=1"));
     assert!(!is_robots_fetch(b"/robots.txt.bak") && !is_robots_fetch(b"/a/robots.txt"));
 }
+
+#[test]
+fn a_timeline_forgets_only_what_ended_before() {
+    let mut t = Timeline::new();
+    t.push(At::ms(10), Outcome::status(404));
+    t.push(At::ms(20), Outcome::status(503));
+    t.push(At::ms(30), Outcome::status(410));
+    t.forget_before(At::ms(25));
+    assert_eq!(t.len(), 2, "the one current at the edge stays");
+    assert_eq!(t.at(At::ms(25)).and_then(|o| o.status), Some(503));
+    assert_eq!(t.last().and_then(|o| o.status), Some(410));
+    t.forget_before(At::ms(5));
+    assert_eq!(t.len(), 2);
+}

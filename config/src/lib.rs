@@ -178,6 +178,46 @@ pub struct ProxySettings {
     /// catalogued crawler comes from it. Off without this section.
     #[serde(default)]
     pub identity: Option<IdentitySettings>,
+    /// The compliance ledger of the crawler requests this gateway serves,
+    /// judged against the robots.txt each crawler could hold and written
+    /// to `database:` as counts. Off without this section.
+    #[serde(default)]
+    pub ledger: Option<LedgerSettings>,
+}
+
+/// `proxy.ledger`: how the gateway keeps its share of the compliance ledger.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerSettings {
+    /// How often the counts in memory are written to the database.
+    #[serde(default = "default_ledger_flush", with = "humantime_serde_compat")]
+    pub flush: Duration,
+    /// Most distinct rows held in memory between writes (while the
+    /// database is down, too); requests past it are dropped and counted.
+    #[serde(default = "default_ledger_rows")]
+    pub max_rows: usize,
+    /// Most requests waiting to be judged; past it they are dropped and
+    /// counted, so serving never waits on the ledger.
+    #[serde(default = "default_ledger_queue")]
+    pub queue: usize,
+}
+
+impl Default for LedgerSettings {
+    fn default() -> LedgerSettings {
+        LedgerSettings { flush: default_ledger_flush(), max_rows: default_ledger_rows(), queue: default_ledger_queue() }
+    }
+}
+
+fn default_ledger_flush() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn default_ledger_rows() -> usize {
+    100_000
+}
+
+fn default_ledger_queue() -> usize {
+    65_536
 }
 
 /// `proxy.identity`: how claims to be a crawler are verified.
@@ -892,6 +932,14 @@ impl Config {
         }
         if let Err(e) = self.catalogue() {
             return Err(invalid("crawlers".into(), &e.to_string()));
+        }
+        if let Some(l) = self.proxy.as_ref().and_then(|p| p.ledger.as_ref()) {
+            if self.database.is_none() {
+                return Err(invalid("proxy.ledger".into(), "the ledger is written to `database:`; set one"));
+            }
+            if l.flush.is_zero() || l.max_rows == 0 || l.queue == 0 {
+                return Err(invalid("proxy.ledger".into(), "`flush`, `max_rows` and `queue` must be more than zero"));
+            }
         }
         if let Some(id) = self.proxy.as_ref().and_then(|p| p.identity.as_ref()) {
             for (i, cidr) in id.trusted_proxies.iter().enumerate() {

@@ -7,6 +7,11 @@
 //! during an origin outage serves what another gateway or the monitor saw
 //! last. Both daemons depend on this crate, never on each other.
 
+pub mod ledger;
+
+/// The database driver's error, for callers that hold no `sqlx` of their own.
+pub use sqlx::Error as DbError;
+
 use std::path::Path;
 
 use sqlx::any::AnyPoolOptions;

@@ -13,6 +13,7 @@ use pingora::protocols::http::ServerSession;
 use serde_json::json;
 
 use crate::identity::Identity;
+use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use crate::store::{RobotsStore, State};
 
@@ -29,6 +30,8 @@ pub struct Admin {
     pub refresh_now: Arc<tokio::sync::Notify>,
     /// Crawler verification, whose feeds `/status` and `/metrics` show.
     pub identity: Option<Arc<Identity>>,
+    /// The compliance ledger, whose counts `/status` shows.
+    pub ledger: Option<Arc<Ledger>>,
 }
 
 fn now_secs() -> u64 {
@@ -111,7 +114,8 @@ impl Admin {
                 .collect();
             json!({ "feeds": feeds, "key_directories": directories, "reverse_dns": id.dns.is_some() })
         });
-        json!({ "sites": list, "identity": identity }).to_string()
+        let ledger = self.ledger.as_ref().map(|l| l.status());
+        json!({ "sites": list, "identity": identity, "ledger": ledger }).to_string()
     }
 }
 

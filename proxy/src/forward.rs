@@ -143,6 +143,7 @@ struct Forward {
 
 /// A crawler's request, logged once its status is known.
 struct Logged {
+    gateway: Arc<Gateway>,
     site: Arc<FrontedSite>,
     visit: Visit,
     method: String,
@@ -152,6 +153,7 @@ struct Logged {
 impl Logged {
     fn write(&self, status: u16) {
         Gateway::log_visit(&self.site, &self.visit, &self.method, &self.target, status);
+        self.gateway.count_visit(&self.site, &self.visit, self.target.as_bytes());
     }
 }
 
@@ -467,6 +469,9 @@ impl Front {
         };
         let path = target.split_once('?').map_or(target, |(p, _)| p);
         let head_only = method == "HEAD";
+        if path == "/robots.txt" && (method == "GET" || head_only) {
+            self.gateway.count_fetch(site, agent, conn.peer, forwarded_for);
+        }
         if path == "/robots.txt"
             && (method == "GET" || head_only)
             && let Some(response) = self.robots(site, if_none_match, head_only, answered_close)
@@ -491,6 +496,7 @@ impl Front {
                     },
                 };
                 Some(Logged {
+                    gateway: Arc::clone(&self.gateway),
                     site: Arc::clone(site),
                     visit: self.gateway.visit(site, &claim, &answers, client, target.as_bytes()),
                     method: method.to_string(),

@@ -18,6 +18,7 @@ use crate::crawler::Crawlers;
 use crate::identity::prefixes::Prefixes;
 use crate::identity::signed::Signed;
 use crate::identity::{Answer, Identity};
+use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use crate::origin::Origin;
 use crate::store::{RobotsStore, State};
@@ -79,6 +80,8 @@ pub struct Gateway {
     /// How long a request head may take, and a request body pause
     /// (`proxy.client_timeout`).
     pub client_timeout: std::time::Duration,
+    /// The compliance ledger (`proxy.ledger`); `None` keeps none.
+    pub ledger: Option<Arc<Ledger>>,
 }
 
 /// The body sent to a Host no site is configured for.
@@ -341,6 +344,32 @@ impl Gateway {
         });
         let enforced = refusal.is_some().then_some("robots");
         (visit(allowed, line, refusal), enforced)
+    }
+
+    /// Hands a crawler's request to the compliance ledger, if one is
+    /// kept: `target` as the client sent it.
+    pub fn count_visit(&self, site: &FrontedSite, visit: &Visit, target: &[u8]) {
+        if let Some(ledger) = &self.ledger {
+            ledger.request(&site.name, &visit.crawler, visit.identity, visit.client, Arc::clone(&visit.state), target);
+        }
+    }
+
+    /// Hands a `/robots.txt` fetch (GET or HEAD) to the compliance ledger,
+    /// if one is kept and the User-Agent claims a crawler. Verification is
+    /// asked only of what is known now: an answer that needs reverse DNS
+    /// is asked again off the request path, by the ledger. Where both
+    /// request paths see the same fetch (the fast path hands a request
+    /// over), it is recorded twice, which changes nothing: a fetch is a
+    /// crawler's last read, not a count.
+    pub fn count_fetch(&self, site: &FrontedSite, user_agent: &str, peer: Option<IpAddr>, forwarded_for: Option<&str>) {
+        let Some(ledger) = &self.ledger else { return };
+        let Some(claim) = self.claim(user_agent) else { return };
+        let client = self.client(peer, forwarded_for);
+        let answer = match (&self.identity, client) {
+            (Some(identity), Some(ip)) => Some(identity.answer_now(claim.crawler, ip, None).unwrap_or(Answer::Pending)),
+            _ => None,
+        };
+        ledger.fetch(&site.name, claim.word, answer, client, self.store.state(&site.name));
     }
 
     /// Writes the structured log line of a crawler's request, once its

@@ -13,6 +13,7 @@ pub mod forward;
 pub mod framing;
 pub mod gateway;
 pub use robotsgate_identity as identity;
+pub mod ledger;
 pub mod metrics;
 pub mod origin;
 pub mod pipeline;

@@ -23,6 +23,7 @@ use proxy::gateway::{FrontedSite, Gateway};
 use proxy::identity::Identity;
 use proxy::identity::dns::DnsOptions;
 use proxy::identity::prefixes::Prefixes;
+use proxy::ledger::Ledger;
 use proxy::metrics::Metrics;
 use proxy::pipeline::Pipeline;
 use proxy::refresh::{Refresher, SiteRobots};
@@ -116,9 +117,13 @@ impl ShutdownSignalWatch for GracefulSignals {
 /// process as soon as the last client connection has.
 fn exit_when_drained() {
     std::thread::spawn(|| {
+        let waited = std::time::Instant::now();
         loop {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            if proxy::forward::OPEN.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            // The ledger's last write is waited for, at most a few seconds
+            // (its database calls are bounded as well).
+            let ledger = proxy::ledger::settled() || waited.elapsed() > std::time::Duration::from_secs(8);
+            if proxy::forward::OPEN.load(std::sync::atomic::Ordering::SeqCst) == 0 && ledger {
                 tracing::info!("drained; exiting");
                 std::process::exit(0);
             }
@@ -215,12 +220,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     );
     refresher.restore();
     let refresher = refresher.with_catalogue(config.catalogue()?);
-    let refresher = match &config.database {
-        // Relative SQLite paths are under the config file's folder, as for the monitor.
-        Some(database) => {
-            let base = cli.config.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
-            refresher.with_shared(Arc::new(Shared::new(database, base)))
-        }
+    // Relative SQLite paths are under the config file's folder, as for the monitor.
+    let shared = config.database.as_ref().map(|database| {
+        let base = cli.config.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        Arc::new(Shared::new(database, base))
+    });
+    let refresher = match &shared {
+        Some(shared) => refresher.with_shared(Arc::clone(shared)),
         None => refresher,
     };
 
@@ -263,6 +269,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         None => (None, Prefixes::default()),
     };
+    let (ledger, judge) = match (&settings.ledger, &shared) {
+        (Some(l), Some(shared)) => {
+            let catalogue = crawlers.catalogue().clone();
+            let (ledger, judge) =
+                Ledger::new(l, catalogue, identity.clone(), Arc::clone(&store), Arc::clone(shared), Arc::clone(&metrics));
+            (Some(ledger), Some(judge))
+        }
+        _ => (None, None),
+    };
     let gateway = Arc::new(Gateway {
         hosts,
         store: Arc::clone(&store),
@@ -274,6 +289,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         unknown_host_status: settings.unknown_host_status,
         origin_timeout: settings.origin_timeout,
         client_timeout: settings.client_timeout,
+        ledger: ledger.clone(),
     });
     let pipeline = pingora::proxy::http_proxy(&server.configuration, Pipeline(Arc::clone(&gateway)));
     let front = Front::new(gateway, Arc::new(pipeline), settings.fast_path);
@@ -296,10 +312,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
     let token = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().or(settings.admin_token.clone());
     let mut admin =
-        Service::new("robotsgate admin".to_string(), Admin { store, metrics, token, refresh_now, identity });
+        Service::new("robotsgate admin".to_string(), Admin { store, metrics, token, refresh_now, identity, ledger });
     admin.add_tcp(&settings.admin);
 
     server.add_service(background_service("robots.txt refresher", refresher));
+    if let Some(judge) = judge {
+        server.add_service(background_service("compliance ledger", judge));
+    }
     server.add_service(proxy_service);
     server.add_service(admin);
     tracing::info!(listen = ?settings.listen, admin = %settings.admin, "robots-proxy starting");

@@ -1,7 +1,7 @@
 //! The gateway's Prometheus counters, in a registry of its own that the
 //! admin listener serves at `/metrics`.
 
-use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 use crate::identity::feeds::FeedStatus;
 
@@ -33,6 +33,16 @@ pub struct Metrics {
     /// groups land inside 500 KiB, by site (0: none; -1: the groups alone
     /// do not fit, and are not served).
     pub managed_cut: IntGaugeVec,
+    /// Crawler requests the compliance ledger could not count (its queue
+    /// or its rows in memory full, the database down too long).
+    pub ledger_dropped: IntCounter,
+    /// Ledger rows in memory, waiting to be written.
+    pub ledger_rows: IntGauge,
+    /// Ledger writes to the database, by outcome (`ok`, `error`).
+    pub ledger_writes: IntCounterVec,
+    /// Crawler requests the ledger judged violations, by site, crawler
+    /// (a catalogue token) and identity answer.
+    pub ledger_violations: IntCounterVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -101,6 +111,25 @@ impl Metrics {
                 &registry,
                 "robotsgate_identity_feed_failing",
                 "An IP-range feed's last refresh failed",
+            ),
+            ledger_dropped: {
+                let c = IntCounter::new("robotsgate_ledger_dropped_total", "Crawler requests the ledger could not count")
+                    .unwrap_or_else(|e| panic!("metric robotsgate_ledger_dropped_total: {e}"));
+                let _ = registry.register(Box::new(c.clone()));
+                c
+            },
+            ledger_rows: {
+                let g = IntGauge::new("robotsgate_ledger_pending_rows", "Ledger rows in memory, not yet written")
+                    .unwrap_or_else(|e| panic!("metric robotsgate_ledger_pending_rows: {e}"));
+                let _ = registry.register(Box::new(g.clone()));
+                g
+            },
+            ledger_writes: counter(&registry, "robotsgate_ledger_writes_total", "Ledger writes to the database", &["outcome"]),
+            ledger_violations: counter(
+                &registry,
+                "robotsgate_crawler_violations_total",
+                "Crawler requests judged violations of the robots.txt they could hold",
+                &["site", "crawler", "identity"],
             ),
             registry,
         }

@@ -181,6 +181,15 @@ impl ProxyHttp for Pipeline {
         let path = session.req_header().uri.path();
         let is_robots = path == "/robots.txt";
         if is_robots && matches!(session.req_header().method, http::Method::GET | http::Method::HEAD) {
+            if self.0.ledger.is_some() {
+                let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+                let headers = &session.req_header().headers;
+                let forwarded: Vec<&str> =
+                    headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
+                let ua = header(session, http::header::USER_AGENT).unwrap_or("");
+                let forwarded = (!forwarded.is_empty()).then(|| forwarded.join(","));
+                self.0.count_fetch(&site, ua, peer, forwarded.as_deref());
+            }
             return self.serve_robots(session, &site).await;
         }
         if is_robots {
@@ -287,5 +296,6 @@ impl ProxyHttp for Pipeline {
         let req = session.req_header();
         let target = req.uri.path_and_query().map_or("/", |p| p.as_str());
         Gateway::log_visit(site, visit, req.method.as_str(), target, status);
+        self.0.count_visit(site, visit, req.raw_path());
     }
 }

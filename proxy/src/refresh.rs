@@ -323,7 +323,9 @@ impl Refresher {
             State::Serve(served) if served.age() <= self.max_staleness => {
                 if served.source != Origin::LastGood {
                     let (body, robots) = (served.body.clone(), Some(served.robots.clone()));
-                    let kept = self.served_parsed(&site.name, body, robots, Origin::LastGood, served.good_at);
+                    let mut kept = self.served_parsed(&site.name, body, robots, Origin::LastGood, served.good_at);
+                    kept.origin = served.origin.clone();
+                    kept.cut = served.cut;
                     self.store.set(&site.name, State::Serve(Arc::new(kept)));
                 }
                 tracing::warn!(site = %site.name, reason = why, age_secs = served.age().as_secs(), "origin robots.txt unusable; serving last-known-good");
@@ -360,6 +362,7 @@ impl Refresher {
                     let source = if source == Origin::LastGood { source } else { Origin::Managed };
                     let mut served = self.served(&site.name, Bytes::from(merged), source, good_at);
                     served.cut = cut;
+                    served.origin = body;
                     served
                 }
                 None => {

@@ -54,7 +54,7 @@ impl Shared {
     }
 
     /// The database, if it is reachable now; opens it on first use.
-    async fn db(&self) -> Option<Db> {
+    pub async fn db(&self) -> Option<Db> {
         let mut link = self.link.lock().await;
         if let Some(db) = &link.db {
             return Some(db.clone());

@@ -65,6 +65,10 @@ pub struct Served {
     /// The origin's lines left out so that the managed groups (the AI
     /// policy's among them) land inside the 500 KiB Google reads.
     pub cut: Option<rules::merge::Cut>,
+    /// The origin's file this copy was made from (`body` itself unless
+    /// managed groups were added): what the shared history stores as the
+    /// revision, and what the compliance ledger names.
+    pub origin: Bytes,
 }
 
 /// The state of one site's robots.txt.
@@ -139,7 +143,7 @@ impl Served {
             }
         }
         let (wire, wire_304) = (Bytes::from(wire), Bytes::from(wire_304));
-        Served { robots, etag, body, source, good_at, head, wire, wire_304, served: counter, cut: None }
+        Served { robots, etag, origin: body.clone(), body, source, good_at, head, wire, wire_304, served: counter, cut: None }
     }
 
     /// Whether an `If-None-Match` value names this copy.

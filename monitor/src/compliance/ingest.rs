@@ -365,8 +365,8 @@ async fn commit(
     bad: &mut Vec<(i64, String, String)>,
 ) -> anyhow::Result<()> {
     let mut tx = m.store().pool().begin().await.context("starting an import transaction")?;
-    ledger::write_rows(&mut tx, site, rows).await?;
-    ledger::write_reads(&mut tx, site, reads).await?;
+    ledger::write_rows(&mut tx, site, rows).await.context("adding to the ledger")?;
+    ledger::write_reads(&mut tx, site, reads).await.context("recording robots.txt reads")?;
     for (line, why, text) in bad.iter() {
         ledger::write_bad_line(&mut tx, site, file_id, *line, why, text).await?;
     }

@@ -9,166 +9,17 @@ use std::collections::HashMap;
 use sqlx::AnyConnection;
 use sqlx::Row as _;
 
-use crate::store::{Store, StoreError};
+pub use robotsgate_history::ledger::{Key, Read, SAMPLES, Tally, write_reads, write_rows};
 
-/// Most sample URLs a row keeps.
-pub const SAMPLES: usize = 5;
+use crate::store::{Store, StoreError};
 
 fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |source| StoreError::Query { doing, source }
 }
 
-/// What makes a ledger row.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Key {
-    /// The crawler's catalogue token.
-    pub crawler: String,
-    /// `verified`, `unverifiable`, `pending` or `spoofed`.
-    pub identity: &'static str,
-    /// The revision that decided (0: none).
-    pub revision: i64,
-    /// The deciding line (0: none).
-    pub line: i64,
-    /// The status that decided, when no file did (0: none).
-    pub status: i64,
-    /// `obeyed`, `grace` or `violation`.
-    pub class: &'static str,
-    /// The UTC day (days since 1970-01-01).
-    pub day: i64,
-}
-
-/// A row's counts.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
-    /// Requests.
-    pub requests: i64,
-    /// Of them, judged with a stale fetch.
-    pub stale: i64,
-    /// The first (Unix ms).
-    pub first_at: i64,
-    /// The last (Unix ms).
-    pub last_at: i64,
-    /// Up to [`SAMPLES`] URLs.
-    pub samples: Vec<String>,
-}
-
-impl Tally {
-    /// Counts one request at `at` for `url`.
-    pub fn add(&mut self, at: i64, url: &str, stale: bool) {
-        if self.requests == 0 || at < self.first_at {
-            self.first_at = at;
-        }
-        self.last_at = self.last_at.max(at);
-        self.requests += 1;
-        self.stale += i64::from(stale);
-        if self.samples.len() < SAMPLES && !self.samples.iter().any(|s| s == url) {
-            // One sample a line, so a URL cannot carry a line end.
-            self.samples.push(url.replace(['\n', '\r'], " "));
-        }
-    }
-}
-
-/// A crawler's robots.txt fetch, as the ledger keeps its last.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Read {
-    /// When (Unix ms).
-    pub at: i64,
-    /// Order within the millisecond.
-    pub seq: i64,
-    /// The revision it got (0: none, a status).
-    pub revision: i64,
-    /// The status it got.
-    pub status: i64,
-}
-
-/// Adds `rows` for `site` to the ledger.
-pub async fn write_rows(conn: &mut AnyConnection, site: &str, rows: &HashMap<Key, Tally>) -> Result<(), StoreError> {
-    let mut ordered: Vec<(&Key, &Tally)> = rows.iter().collect();
-    // One order for every writer: concurrent imports lock rows alike.
-    ordered.sort_by(|a, b| a.0.cmp(b.0));
-    for (k, t) in ordered {
-        let samples: String = t.samples.iter().map(|s| format!("{s}\n")).collect();
-        sqlx::query(
-            "INSERT INTO ledger (site, crawler, identity, revision_id, line, status, class, day, requests, stale, \
-             first_at, last_at, samples, sample_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
-             ON CONFLICT (site, crawler, identity, revision_id, line, status, class, day) DO UPDATE SET \
-             requests = ledger.requests + excluded.requests, stale = ledger.stale + excluded.stale, \
-             first_at = CASE WHEN excluded.first_at < ledger.first_at THEN excluded.first_at ELSE ledger.first_at END, \
-             last_at = CASE WHEN excluded.last_at > ledger.last_at THEN excluded.last_at ELSE ledger.last_at END, \
-             samples = CASE WHEN ledger.sample_count >= 5 THEN ledger.samples ELSE ledger.samples || excluded.samples END, \
-             sample_count = CASE WHEN ledger.sample_count >= 5 THEN ledger.sample_count \
-             ELSE ledger.sample_count + excluded.sample_count END",
-        )
-        .bind(site)
-        .bind(&k.crawler)
-        .bind(k.identity)
-        .bind(k.revision)
-        .bind(k.line)
-        .bind(k.status)
-        .bind(k.class)
-        .bind(k.day)
-        .bind(t.requests)
-        .bind(t.stale)
-        .bind(t.first_at)
-        .bind(t.last_at)
-        .bind(samples)
-        .bind(t.samples.len() as i64)
-        .execute(&mut *conn)
-        .await
-        .map_err(q("adding to the ledger"))?;
-    }
-    Ok(())
-}
-
-/// Records crawlers' robots.txt fetches; an older one never replaces a newer.
-pub async fn write_reads(
-    conn: &mut AnyConnection,
-    site: &str,
-    reads: &HashMap<String, Read>,
-) -> Result<(), StoreError> {
-    let mut ordered: Vec<(&String, &Read)> = reads.iter().collect();
-    ordered.sort_by(|a, b| a.0.cmp(b.0));
-    for (crawler, r) in ordered {
-        sqlx::query(
-            "INSERT INTO crawler_reads (site, crawler, at, seq, revision_id, status) VALUES ($1, $2, $3, $4, $5, $6) \
-             ON CONFLICT (site, crawler) DO UPDATE SET at = excluded.at, seq = excluded.seq, \
-             revision_id = excluded.revision_id, status = excluded.status \
-             WHERE crawler_reads.at < excluded.at OR (crawler_reads.at = excluded.at AND crawler_reads.seq < excluded.seq)",
-        )
-        .bind(site)
-        .bind(crawler)
-        .bind(r.at)
-        .bind(r.seq)
-        .bind(r.revision)
-        .bind(r.status)
-        .execute(&mut *conn)
-        .await
-        .map_err(q("recording a robots.txt read"))?;
-    }
-    Ok(())
-}
-
 /// Every crawler's last robots.txt read on `site`.
 pub async fn reads(store: &Store, site: &str) -> Result<HashMap<String, Read>, StoreError> {
-    let rows = sqlx::query("SELECT crawler, at, seq, revision_id, status FROM crawler_reads WHERE site = $1")
-        .bind(site)
-        .fetch_all(store.pool())
-        .await
-        .map_err(q("reading robots.txt reads"))?;
-    rows.iter()
-        .map(|r| {
-            Ok((
-                r.try_get::<String, _>("crawler")?,
-                Read {
-                    at: r.try_get("at")?,
-                    seq: r.try_get("seq")?,
-                    revision: r.try_get("revision_id")?,
-                    status: r.try_get("status")?,
-                },
-            ))
-        })
-        .collect::<Result<_, sqlx::Error>>()
-        .map_err(q("reading robots.txt reads"))
+    robotsgate_history::ledger::reads(store.pool(), site).await.map_err(q("reading robots.txt reads"))
 }
 
 /// How far a log file was read, and what it held so far.

@@ -86,6 +86,8 @@ pub struct Ledger {
     tx: mpsc::Sender<Event>,
     seq: AtomicU64,
     dropped: AtomicU64,
+    /// Rows in memory, not yet written.
+    pending: AtomicU64,
     metrics: Arc<Metrics>,
     report: Mutex<Report>,
 }
@@ -93,7 +95,6 @@ pub struct Ledger {
 /// What `/status` shows of the ledger.
 #[derive(Clone, Debug, Default)]
 struct Report {
-    rows: usize,
     written: u64,
     last_write: Option<u64>,
     last_error: Option<String>,
@@ -119,6 +120,7 @@ impl Ledger {
             tx,
             seq: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            pending: AtomicU64::new(0),
             metrics,
             report: Mutex::default(),
         });
@@ -135,7 +137,15 @@ impl Ledger {
         (ledger, judge)
     }
 
-    fn push(&self, site: &str, word: &str, identity: Option<Answer>, client: Option<IpAddr>, state: Arc<State>, target: Option<&[u8]>) {
+    fn push(
+        &self,
+        site: &str,
+        word: &str,
+        identity: Option<Answer>,
+        client: Option<IpAddr>,
+        state: Arc<State>,
+        target: Option<&[u8]>,
+    ) {
         let at = At { ms: now().0, seq: self.seq.fetch_add(1, Ordering::Relaxed) };
         let event = Event {
             site: Arc::from(site),
@@ -158,7 +168,15 @@ impl Ledger {
 
     /// A crawler's request (not `/robots.txt`), as served: its origin-form
     /// target, and what the gateway answered its claim with.
-    pub fn request(&self, site: &str, word: &str, identity: Option<Answer>, client: Option<IpAddr>, state: Arc<State>, target: &[u8]) {
+    pub fn request(
+        &self,
+        site: &str,
+        word: &str,
+        identity: Option<Answer>,
+        client: Option<IpAddr>,
+        state: Arc<State>,
+        target: &[u8],
+    ) {
         self.push(site, word, identity, client, state, Some(target));
     }
 
@@ -172,7 +190,7 @@ impl Ledger {
     pub fn status(&self) -> serde_json::Value {
         let r = self.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
         json!({
-            "pending_rows": r.rows,
+            "pending_rows": self.pending.load(Ordering::Relaxed),
             "queued": self.tx.max_capacity() - self.tx.capacity(),
             "dropped": self.dropped.load(Ordering::Relaxed),
             "written_rows": r.written,
@@ -332,10 +350,16 @@ impl Judge {
                 tally.add(e.at.ms, &url, j.stale);
                 book.rows.insert(key, tally);
                 books.rows += 1;
+                self.ledger.pending.store(books.rows as u64, Ordering::Relaxed);
+                self.ledger.metrics.ledger_rows.set(i64::try_from(books.rows).unwrap_or(i64::MAX));
             }
         }
         if j.class == robotsgate_compliance::Class::Violation {
-            self.ledger.metrics.ledger_violations.with_label_values(&[&*e.site, crawler.token.as_str(), identity.as_str()]).inc();
+            self.ledger
+                .metrics
+                .ledger_violations
+                .with_label_values(&[&*e.site, crawler.token.as_str(), identity.as_str()])
+                .inc();
         }
     }
 
@@ -394,7 +418,7 @@ impl Judge {
                 self.ledger.metrics.ledger_writes.with_label_values(&["error"]).inc();
             }
         }
-        report.rows = books.rows;
+        self.ledger.pending.store(books.rows as u64, Ordering::Relaxed);
         self.ledger.metrics.ledger_rows.set(i64::try_from(books.rows).unwrap_or(i64::MAX));
     }
 
@@ -405,7 +429,8 @@ impl Judge {
         let Some(db) = self.shared.db().await else { return };
         let sites: Vec<Arc<str>> = books.sites.keys().cloned().collect();
         for site in sites {
-            let Ok(Ok(reads)) = tokio::time::timeout(CALL_TIMEOUT, robotsgate_history::ledger::reads(&db.pool, &site)).await
+            let Ok(Ok(reads)) =
+                tokio::time::timeout(CALL_TIMEOUT, robotsgate_history::ledger::reads(&db.pool, &site)).await
             else {
                 return;
             };
@@ -417,9 +442,12 @@ impl Judge {
                 }
                 let outcome = if r.revision > 0 {
                     let local = books.stored.iter().find(|(_, s)| **s == r.revision).map(|(l, _)| *l);
-                    let known = local.and_then(|l| books.copies.values().find(|(id, _)| *id == l)).map(|(l, served)| {
-                        Outcome { revision: Some(*l), status: Some(200), policy: Arc::new(Policy::Rules(served.robots.clone())) }
-                    });
+                    let known =
+                        local.and_then(|l| books.copies.values().find(|(id, _)| *id == l)).map(|(l, served)| Outcome {
+                            revision: Some(*l),
+                            status: Some(200),
+                            policy: Arc::new(Policy::Rules(served.robots.clone())),
+                        });
                     match known {
                         Some(o) => o,
                         None => {
@@ -452,14 +480,22 @@ async fn write_books(db: &robotsgate_history::Db, books: &mut Books) -> Result<u
         let (ms, _) = now();
         // Name every stand-in this site's rows and reads use.
         let book = &books.sites[&site];
-        let mut used: Vec<i64> = book.rows.keys().map(|k| k.revision).chain(book.reads.values().map(|r| r.revision)).filter(|r| *r < 0).collect();
+        let mut used: Vec<i64> = book
+            .rows
+            .keys()
+            .map(|k| k.revision)
+            .chain(book.reads.values().map(|r| r.revision))
+            .filter(|r| *r < 0)
+            .collect();
         used.sort_unstable();
         used.dedup();
         for local in used {
             if books.stored.contains_key(&local) {
                 continue;
             }
-            let Some((_, served)) = books.copies.iter().find(|((s, _), (id, _))| **s == *site && *id == local).map(|(_, v)| v.clone()) else {
+            let Some((_, served)) =
+                books.copies.iter().find(|((s, _), (id, _))| **s == *site && *id == local).map(|(_, v)| v.clone())
+            else {
                 continue;
             };
             let recorded = robotsgate_history::record(&mut tx, &site, &served.origin, ms).await?;

@@ -272,8 +272,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let (ledger, judge) = match (&settings.ledger, &shared) {
         (Some(l), Some(shared)) => {
             let catalogue = crawlers.catalogue().clone();
-            let (ledger, judge) =
-                Ledger::new(l, catalogue, identity.clone(), Arc::clone(&store), Arc::clone(shared), Arc::clone(&metrics));
+            let (ledger, judge) = Ledger::new(
+                l,
+                catalogue,
+                identity.clone(),
+                Arc::clone(&store),
+                Arc::clone(shared),
+                Arc::clone(&metrics),
+            );
             (Some(ledger), Some(judge))
         }
         _ => (None, None),

@@ -113,8 +113,9 @@ impl Metrics {
                 "An IP-range feed's last refresh failed",
             ),
             ledger_dropped: {
-                let c = IntCounter::new("robotsgate_ledger_dropped_total", "Crawler requests the ledger could not count")
-                    .unwrap_or_else(|e| panic!("metric robotsgate_ledger_dropped_total: {e}"));
+                let c =
+                    IntCounter::new("robotsgate_ledger_dropped_total", "Crawler requests the ledger could not count")
+                        .unwrap_or_else(|e| panic!("metric robotsgate_ledger_dropped_total: {e}"));
                 let _ = registry.register(Box::new(c.clone()));
                 c
             },
@@ -124,7 +125,12 @@ impl Metrics {
                 let _ = registry.register(Box::new(g.clone()));
                 g
             },
-            ledger_writes: counter(&registry, "robotsgate_ledger_writes_total", "Ledger writes to the database", &["outcome"]),
+            ledger_writes: counter(
+                &registry,
+                "robotsgate_ledger_writes_total",
+                "Ledger writes to the database",
+                &["outcome"],
+            ),
             ledger_violations: counter(
                 &registry,
                 "robotsgate_crawler_violations_total",

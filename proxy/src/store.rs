@@ -143,7 +143,19 @@ impl Served {
             }
         }
         let (wire, wire_304) = (Bytes::from(wire), Bytes::from(wire_304));
-        Served { robots, etag, origin: body.clone(), body, source, good_at, head, wire, wire_304, served: counter, cut: None }
+        Served {
+            robots,
+            etag,
+            origin: body.clone(),
+            body,
+            source,
+            good_at,
+            head,
+            wire,
+            wire_304,
+            served: counter,
+            cut: None,
+        }
     }
 
     /// Whether an `If-None-Match` value names this copy.

@@ -1,0 +1,344 @@
+//! The gateway's compliance ledger (`proxy.ledger`), in front of a real
+//! origin, writing to a real database, on the fast path and on Pingora's
+//! pipeline alone. Scripted crawlers read robots.txt, then obey or not,
+//! across a robots.txt change, inside and after their cache window: a
+//! verified crawler (its address in an IP-range feed on loopback), a
+//! spoofer of it, and unverifiable crawlers with a 24-hour and a 3-second
+//! window. Then: two gateways on one database count each request once,
+//! through a kill -9 and a restart; a stop signal writes what is held; a
+//! database that cannot be reached slows nothing and drops what passes
+//! the bound, counted.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use testkit::*;
+
+mod support;
+use support::spawn_proxy;
+
+const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+const SHORTBOT: &str = "ShortBot/1.0";
+const LONGBOT: &str = "LongBot/1.0";
+const REAL: &str = "127.0.0.2";
+const SPOOFER: &str = "127.0.0.3";
+const OTHER: &str = "127.0.0.4";
+
+const V1: &str = "User-agent: *\nDisallow: /private\n\nUser-agent: Googlebot\nDisallow: /nogoogle\n";
+const V2: &str = "User-agent: *\nDisallow: /private\nDisallow: /news\n\nUser-agent: Googlebot\nDisallow: /nogoogle\nDisallow: /news\n";
+const FEED: &str = r#"{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"127.0.0.2/32"}]}"#;
+
+struct Gate {
+    proc: Proc,
+    addr: SocketAddr,
+    admin: SocketAddr,
+}
+
+/// Writes the config of a gateway in `dir` (database `database`) and
+/// starts it.
+fn start(dir: &Path, database: &str, origin: &Origin, fast_path: bool, flush: &str) -> Gate {
+    let (listen, admin) = (free_port(), free_port());
+    let yaml = format!(
+        "database: \"{database}\"
+proxy:
+  listen: [\"127.0.0.1:{listen}\"]
+  admin: 127.0.0.1:{admin}
+  admin_token: secret
+  state_dir: state
+  refresh: 1s
+  grace_period: 1s
+  fast_path: {fast_path}
+  identity:
+    refresh: 1s
+    reverse_dns: false
+  ledger:
+    flush: {flush}
+crawlers:
+  - {{ token: Googlebot, operator: Google, purpose: search, obeys: true, source: https://example.test/,
+      verify: {{ ip_ranges: [\"{feed}\"] }} }}
+  - {{ token: ShortBot, operator: Short, purpose: search, obeys: true, source: https://example.test/,
+      robots_cache: 3s, robots_cache_source: the test }}
+  - {{ token: LongBot, operator: Long, purpose: search, obeys: true, source: https://example.test/ }}
+sites:
+  - name: shop
+    proxy:
+      hosts: [shop.test]
+      origin: {origin_addr}
+",
+        feed = origin.url("/googlebot.json"),
+        origin_addr = origin.addr,
+    );
+    let cfg = dir.join(format!("gateway-{listen}.yaml"));
+    std::fs::write(&cfg, yaml).expect("config");
+    let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
+    let proc = spawn_proxy(&cfg, &[addr, admin]);
+    Gate { proc, addr, admin }
+}
+
+impl Gate {
+    fn get(&self, from: &str, agent: &str, path: &str) -> Response {
+        let ip: IpAddr = from.parse().unwrap();
+        request_from(Some(ip), self.addr, "GET", "shop.test", path, &[("User-Agent", agent)])
+            .expect("an answer from the gateway")
+    }
+
+    fn status(&self) -> serde_json::Value {
+        request(self.admin, "GET", "admin", "/status", &[("Authorization", "Bearer secret")])
+            .and_then(|r| serde_json::from_slice(&r.body).ok())
+            .unwrap_or_default()
+    }
+
+    fn metrics(&self) -> String {
+        request(self.admin, "GET", "admin", "/metrics", &[]).map(|r| r.text()).unwrap_or_default()
+    }
+
+    /// Waits until robots.txt is served from the store with `body`, and
+    /// the feed is in (so the real crawler's address verifies).
+    fn wait_serving(&self, body: &str) {
+        assert!(
+            eventually(30, || {
+                let s = self.status();
+                let fed = s["identity"]["feeds"].as_array().is_none_or(|f| {
+                    f.iter()
+                        .filter(|f| f["source"].as_str().is_some_and(|u| u.contains("127.0.0.1")))
+                        .all(|f| f["prefixes"] == 1)
+                });
+                fed && self.get(OTHER, "curl/8", "/robots.txt").text() == body
+                    && s["sites"][0]["source"].as_str().is_some_and(|src| src != "pass-through")
+            }),
+            "the gateway never served {body:?}: {}",
+            self.status()
+        );
+    }
+
+    /// Waits until the ledger holds nothing unwritten.
+    fn wait_written(&self) {
+        assert!(
+            eventually(20, || {
+                let l = &self.status()["ledger"];
+                l["pending_rows"] == 0 && l["queued"] == 0 && l["last_write"].is_u64()
+            }),
+            "the ledger was never written: {}",
+            self.status()
+        );
+    }
+}
+
+/// The sum of `requests` over ledger rows matching `filter`.
+fn count(database: &str, filter: &str) -> i64 {
+    scalar(database, &format!("SELECT CAST(COALESCE(SUM(requests), 0) AS BIGINT) FROM ledger WHERE {filter}"))
+}
+
+fn origin() -> Origin {
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V1));
+    origin.set("/googlebot.json", Reply::ok(FEED));
+    origin
+}
+
+fn revision_of(database: &str, body: &str) -> i64 {
+    let hash: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(body.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    };
+    scalar(database, &format!("SELECT id FROM revisions WHERE hash = '{hash}'"))
+}
+
+fn crawlers_obey_and_not(fast_path: bool) {
+    let dir = temp_dir(&format!("ledger-judged-{fast_path}"));
+    let database = fresh_database(Db::Sqlite, &dir).unwrap();
+    let origin = origin();
+    let gate = start(&dir, &database, &origin, fast_path, "300ms");
+    gate.wait_serving(V1);
+
+    // The real Googlebot reads v1, then keeps out of /nogoogle once, not twice.
+    assert_eq!(gate.get(REAL, GOOGLEBOT, "/robots.txt").status, 200);
+    gate.get(REAL, GOOGLEBOT, "/ok");
+    gate.get(REAL, GOOGLEBOT, "/nogoogle/a");
+    // The same URL spelled otherwise is the same violation.
+    gate.get(REAL, GOOGLEBOT, "/%6Eogoogle/b");
+    // A spoofer: its robots.txt read is not Googlebot's; it is judged as
+    // an anonymous client, whom `*` keeps out of /private, not /nogoogle.
+    gate.get(SPOOFER, GOOGLEBOT, "/robots.txt");
+    gate.get(SPOOFER, GOOGLEBOT, "/private/x");
+    gate.get(SPOOFER, GOOGLEBOT, "/nogoogle/c");
+    // ShortBot reads v1 (its window: 3 s); LongBot never reads.
+    gate.get(OTHER, SHORTBOT, "/robots.txt");
+    gate.wait_written();
+    let v1 = revision_of(&database, V1);
+    assert!(v1 > 0, "the served file is a stored revision");
+    assert_eq!(count(&database, "crawler = 'Googlebot' AND identity = 'verified' AND class = 'violation'"), 2);
+    assert_eq!(
+        count(&database, &format!("crawler = 'Googlebot' AND class = 'violation' AND revision_id = {v1} AND line = 5")),
+        2,
+        "the deciding line of v1 is kept"
+    );
+    assert_eq!(count(&database, "crawler = 'Googlebot' AND identity = 'verified' AND class = 'obeyed'"), 1);
+    assert_eq!(
+        count(&database, "crawler = 'Googlebot' AND identity = 'spoofed' AND class = 'violation' AND line = 2"),
+        1
+    );
+    assert_eq!(count(&database, "crawler = 'Googlebot' AND identity = 'spoofed' AND class = 'obeyed'"), 1);
+    assert_eq!(scalar(&database, "SELECT revision_id FROM crawler_reads WHERE crawler = 'Googlebot'"), v1);
+    assert_eq!(scalar(&database, "SELECT revision_id FROM crawler_reads WHERE crawler = 'ShortBot'"), v1);
+    let samples = scalar_text(
+        &database,
+        "SELECT samples FROM ledger WHERE crawler = 'Googlebot' AND identity = 'verified' AND class = 'violation'",
+    );
+    assert!(samples.contains("/nogoogle/a") && samples.contains("/%6Eogoogle/b"), "{samples}");
+
+    // robots.txt changes: /news is disallowed from now on.
+    origin.set("/robots.txt", Reply::ok(V2));
+    gate.wait_serving(V2);
+    let started = std::time::Instant::now();
+    // Googlebot read v1 within its window: it holds v1, which allows /news.
+    gate.get(REAL, GOOGLEBOT, "/news/1");
+    // LongBot read nothing: v2 disallows, v1 (inside 24 h) allowed: grace.
+    gate.get(OTHER, LONGBOT, "/news/2");
+    // ShortBot, inside its 3 s window, holds v1.
+    let inside = started.elapsed() < Duration::from_secs(2);
+    gate.get(OTHER, SHORTBOT, "/news/3");
+    gate.wait_written();
+    assert_eq!(
+        count(
+            &database,
+            &format!("crawler = 'Googlebot' AND identity = 'verified' AND class = 'obeyed' AND revision_id = {v1}")
+        ),
+        2
+    );
+    assert_eq!(count(&database, "crawler = 'LongBot' AND class = 'grace'"), 1);
+    if inside {
+        assert_eq!(count(&database, "crawler = 'ShortBot' AND class = 'obeyed'"), 1);
+    }
+    // Past ShortBot's window, its v1 protects nothing: stale, and only v2
+    // was served within the window.
+    std::thread::sleep(Duration::from_millis(3500));
+    gate.get(OTHER, SHORTBOT, "/news/4");
+    gate.wait_written();
+    let v2 = revision_of(&database, V2);
+    assert_eq!(
+        count(&database, &format!("crawler = 'ShortBot' AND class = 'violation' AND revision_id = {v2} AND stale = 1")),
+        1
+    );
+    assert!(gate.metrics().contains(
+        "robotsgate_crawler_violations_total{crawler=\"ShortBot\",identity=\"unverifiable\",site=\"shop\"} 1"
+    ));
+    assert_eq!(gate.status()["ledger"]["dropped"], 0);
+}
+
+#[test]
+fn crawlers_are_judged_against_what_they_could_hold_on_the_fast_path() {
+    crawlers_obey_and_not(true);
+}
+
+#[test]
+fn crawlers_are_judged_against_what_they_could_hold_on_the_pipeline() {
+    crawlers_obey_and_not(false);
+}
+
+/// Two gateways on one database, each request counted once, by the one
+/// that served it; a kill -9 after a write loses and doubles nothing, and
+/// a stop signal writes what is held.
+fn two_gateways_count_once(db: Db, fast_path: bool) {
+    let dir = temp_dir(&format!("ledger-fleet-{db:?}-{fast_path}").to_lowercase());
+    let Some(database) = fresh_database(db, &dir) else { return };
+    let origin = origin();
+    let a = start(&dir, &database, &origin, fast_path, "200ms");
+    let mut b = start(&dir, &database, &origin, !fast_path, "200ms");
+    a.wait_serving(V1);
+    b.wait_serving(V1);
+    for i in 0..10 {
+        let gate = if i % 2 == 0 { &a } else { &b };
+        gate.get(OTHER, LONGBOT, &format!("/private/{i}"));
+    }
+    a.wait_written();
+    b.wait_written();
+    assert_eq!(count(&database, "crawler = 'LongBot'"), 10);
+    b.proc.kill();
+    let mut b = start(&dir, &database, &origin, !fast_path, "1h");
+    b.wait_serving(V1);
+    for i in 0..4 {
+        b.get(OTHER, LONGBOT, &format!("/private/again/{i}"));
+    }
+    // Held in memory (a write an hour away) until the stop signal.
+    assert_eq!(count(&database, "crawler = 'LongBot'"), 10);
+    assert!(eventually(10, || b.status()["ledger"]["pending_rows"] == 1));
+    assert_eq!(b.proc.terminate(), Some(0));
+    assert_eq!(count(&database, "crawler = 'LongBot'"), 14, "the stop signal writes what was held");
+    a.get(OTHER, LONGBOT, "/private/last");
+    a.wait_written();
+    assert_eq!(count(&database, "crawler = 'LongBot' AND class = 'violation'"), 15);
+}
+
+#[test]
+fn two_gateways_on_sqlite_count_each_request_once() {
+    two_gateways_count_once(Db::Sqlite, true);
+}
+
+#[test]
+fn two_gateways_on_postgres_count_each_request_once() {
+    two_gateways_count_once(Db::Postgres, false);
+}
+
+/// With the database unreachable, serving goes on at once; rows past the
+/// bound are dropped and counted.
+fn unreachable_database_slows_nothing(fast_path: bool) {
+    let dir = temp_dir(&format!("ledger-down-{fast_path}"));
+    let origin = origin();
+    let (listen, admin) = (free_port(), free_port());
+    let closed = free_port();
+    let yaml = format!(
+        "database: \"postgres://robotsgate@127.0.0.1:{closed}/none\"
+proxy:
+  listen: [\"127.0.0.1:{listen}\"]
+  admin: 127.0.0.1:{admin}
+  admin_token: secret
+  state_dir: state
+  refresh: 1s
+  fast_path: {fast_path}
+  ledger: {{ flush: 200ms, max_rows: 1 }}
+sites:
+  - name: shop
+    proxy:
+      hosts: [shop.test]
+      origin: {}
+",
+        origin.addr
+    );
+    let cfg: PathBuf = dir.join("config.yaml");
+    std::fs::write(&cfg, yaml).unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
+    let gate = Gate { proc: spawn_proxy(&cfg, &[addr, admin]), addr, admin };
+    gate.wait_serving(V1);
+    let started = std::time::Instant::now();
+    for i in 0..20 {
+        // A distinct day-row each: different deciding lines and classes
+        // are few, so distinct crawlers and paths make distinct rows.
+        let agent = ["LongBot/1", "ShortBot/1", "Googlebot/2.1", "bingbot/2.0", "GPTBot/1.0"][i % 5];
+        // The origin has no such page: a 404, answered at once.
+        assert_eq!(gate.get(OTHER, agent, &format!("/private/{i}")).status, 404);
+    }
+    assert!(started.elapsed() < Duration::from_secs(5), "serving waited on the database: {:?}", started.elapsed());
+    assert!(
+        eventually(20, || {
+            let l = &gate.status()["ledger"];
+            l["dropped"].as_u64().is_some_and(|d| d > 0) && l["last_error"].is_string() && l["pending_rows"] == 1
+        }),
+        "{}",
+        gate.status()
+    );
+    assert!(gate.metrics().contains("robotsgate_ledger_dropped_total"));
+}
+
+#[test]
+fn an_unreachable_database_slows_nothing_on_the_fast_path() {
+    unreachable_database_slows_nothing(true);
+}
+
+#[test]
+fn an_unreachable_database_slows_nothing_on_the_pipeline() {
+    unreachable_database_slows_nothing(false);
+}

@@ -85,6 +85,41 @@ pub enum Format {
 }
 
 impl Format {
+    /// The format called `name` (`combined`, `common`, `caddy`, `json`),
+    /// with JSON field names by key (`time`, `client`, `method`, `target`,
+    /// `status`, `user_agent`, `host`).
+    pub fn named<'a>(name: &str, fields: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Format, String> {
+        Ok(match name {
+            "combined" | "common" => Format::Combined,
+            "caddy" => Format::Caddy,
+            "json" => {
+                let mut f = JsonFields::default();
+                for (key, field) in fields {
+                    let slot = match key {
+                        "time" => &mut f.time,
+                        "client" => &mut f.client,
+                        "method" => &mut f.method,
+                        "target" => &mut f.target,
+                        "status" => &mut f.status,
+                        "user_agent" => &mut f.user_agent,
+                        "host" => {
+                            f.host = Some(field.to_string());
+                            continue;
+                        }
+                        other => {
+                            return Err(format!(
+                                "`{other}`: the keys are time, client, method, target, status, user_agent, host"
+                            ));
+                        }
+                    };
+                    *slot = field.to_string();
+                }
+                Format::Json(f)
+            }
+            other => return Err(format!("`{other}`: use combined, common, caddy or json")),
+        })
+    }
+
     /// Reads one line (without its line end).
     pub fn read(&self, line: &[u8]) -> Result<Entry, Skip> {
         match self {

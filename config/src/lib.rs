@@ -453,6 +453,31 @@ pub struct Site {
     /// How `robots-proxy` fronts this site, if it does.
     #[serde(default)]
     pub proxy: Option<SiteProxy>,
+    /// Access logs of this site that the monitor tails into the compliance
+    /// ledger, following rotation (rename-and-create and copytruncate).
+    #[serde(default)]
+    pub logs: Vec<LogSource>,
+}
+
+/// `sites[].logs[]`: one access log to tail.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSource {
+    /// The live log file (its rotated copy, `PATH.1`, is read too when it
+    /// holds lines not yet counted).
+    pub path: PathBuf,
+    /// `combined` (nginx's and Apache's; the default), `common`, `caddy`
+    /// or `json`.
+    #[serde(default = "default_log_format")]
+    pub format: String,
+    /// For `json`: the field names, by key (`time`, `client`, `method`,
+    /// `target`, `status`, `user_agent`, `host`).
+    #[serde(default)]
+    pub fields: BTreeMap<String, String>,
+}
+
+fn default_log_format() -> String {
+    "combined".into()
 }
 
 /// Where the monitor reads a site's robots.txt.
@@ -964,6 +989,23 @@ impl Config {
                     "proxy.identity".into(),
                     "`budget`, `dns_timeout`, `refresh` and `dns_in_flight` must be more than zero",
                 ));
+            }
+        }
+        for (i, site) in self.sites.iter().enumerate() {
+            for (j, log) in site.logs.iter().enumerate() {
+                if !["combined", "common", "caddy", "json"].contains(&log.format.as_str()) {
+                    return Err(invalid(
+                        format!("sites[{i}].logs[{j}].format"),
+                        &format!("`{}`: use combined, common, caddy or json", log.format),
+                    ));
+                }
+                const KEYS: [&str; 7] = ["time", "client", "method", "target", "status", "user_agent", "host"];
+                if let Some(k) = log.fields.keys().find(|k| !KEYS.contains(&k.as_str())) {
+                    return Err(invalid(
+                        format!("sites[{i}].logs[{j}].fields.{k}"),
+                        "the keys are time, client, method, target, status, user_agent, host",
+                    ));
+                }
             }
         }
         if let Some(email) = &self.email

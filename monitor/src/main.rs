@@ -121,36 +121,11 @@ enum Command {
 
 /// The log format the `ingest` flags name.
 fn log_format(format: &str, fields: &[String]) -> anyhow::Result<robotsgate_compliance::log::Format> {
-    use robotsgate_compliance::log::{Format, JsonFields};
-    Ok(match format {
-        "combined" | "common" => Format::Combined,
-        "caddy" => Format::Caddy,
-        "json" => {
-            let mut f = JsonFields::default();
-            for pair in fields {
-                let (key, name) =
-                    pair.split_once('=').ok_or_else(|| anyhow::anyhow!("--field `{pair}`: write KEY=NAME"))?;
-                let slot = match key {
-                    "time" => &mut f.time,
-                    "client" => &mut f.client,
-                    "method" => &mut f.method,
-                    "target" => &mut f.target,
-                    "status" => &mut f.status,
-                    "user_agent" => &mut f.user_agent,
-                    "host" => {
-                        f.host = Some(name.to_string());
-                        continue;
-                    }
-                    other => anyhow::bail!(
-                        "--field `{other}`: the keys are time, client, method, target, status, user_agent, host"
-                    ),
-                };
-                *slot = name.to_string();
-            }
-            Format::Json(f)
-        }
-        other => anyhow::bail!("--format `{other}`: use combined, common, caddy or json"),
-    })
+    let pairs = fields
+        .iter()
+        .map(|pair| pair.split_once('=').ok_or_else(|| anyhow::anyhow!("--field `{pair}`: write KEY=NAME")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    robotsgate_compliance::log::Format::named(format, pairs).map_err(|e| anyhow::anyhow!("--format {format}: {e}"))
 }
 
 fn main() -> ExitCode {

@@ -531,6 +531,7 @@ impl Monitor {
     ) -> anyhow::Result<()> {
         let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<String>();
         let _watcher = crate::watch::watch(&self.config.sites, changed_tx)?;
+        let _tails = crate::compliance::tail::start(&self)?;
         let by_name: HashMap<String, usize> =
             self.config.sites.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
         let mut polls: JoinSet<()> = JoinSet::new();

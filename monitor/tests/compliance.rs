@@ -234,6 +234,73 @@ fn access_logs_on_postgres() {
     run(Db::Postgres);
 }
 
+/// The daemon tails a real nginx's access log (`sites[].logs`) through
+/// both styles of rotation: rename-and-create (nginx reopening on USR1)
+/// and copytruncate. Every line counts once.
+fn tail(db: Db) {
+    let dir = temp_dir(&format!("compliance-tail-{db:?}"));
+    let Some(database) = fresh_database(db, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V1));
+    let root = dir.join("www");
+    std::fs::create_dir_all(&root).unwrap();
+    let log = dir.join("access.log");
+    let Some((nginx, addr)) = nginx(&dir, &root, &log) else { return };
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: \"{database}\"\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n    logs:\n      - path: {}\n        format: combined\n",
+            origin.addr.port(),
+            log.display()
+        ),
+    );
+    let _daemon = daemon(&cfg);
+    assert!(eventually(20, || scalar(&database, "SELECT COUNT(*) FROM states WHERE site = 'shop'") == 1));
+    // The tail takes the site's history again within two seconds.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let violations = || sum(&database, "violation");
+    let send = |n: usize, tag: &str| {
+        for i in 0..n {
+            get("127.0.0.4", addr, "GET", &format!("/admin/{tag}/{i}"), BINGBOT);
+        }
+    };
+    send(3, "first");
+    assert!(eventually(20, || violations() == 3), "tailed: {}", violations());
+
+    // Rename and create: nginx goes on writing to the renamed file until
+    // it reopens its log.
+    std::fs::rename(&log, dir.join("access.log.1")).unwrap();
+    send(2, "renamed");
+    let reopened = Command::new("kill").args(["-USR1", &nginx.0.id().to_string()]).status().unwrap();
+    assert!(reopened.success());
+    assert!(eventually(10, || log.exists()), "nginx reopened its log");
+    send(1, "new");
+    assert!(eventually(20, || violations() == 6), "after rename-and-create: {}", violations());
+
+    // copytruncate: the copy holds what the live file held; the live file
+    // starts again from nothing.
+    send(2, "copied");
+    assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 3));
+    std::fs::copy(&log, dir.join("access.log.1")).unwrap();
+    std::fs::OpenOptions::new().write(true).truncate(true).open(&log).unwrap();
+    send(1, "truncated");
+    assert!(eventually(20, || violations() == 9), "after copytruncate: {}", violations());
+    // And stays there: nothing read twice.
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    assert_eq!(violations(), 9);
+    assert_eq!(scalar(&database, "SELECT CAST(COUNT(*) AS BIGINT) FROM log_files WHERE site = 'shop'"), 3);
+}
+
+#[test]
+fn a_tailed_log_follows_rotation_on_sqlite() {
+    tail(Db::Sqlite);
+}
+
+#[test]
+fn a_tailed_log_follows_rotation_on_postgres() {
+    tail(Db::Postgres);
+}
+
 /// The Compliance pages in the console, their JSON against the OpenAPI
 /// document, and the pages in Chromium (a screenshot for the README).
 fn console(cfg: &Path, in_chromium: bool) {

@@ -105,7 +105,7 @@ fn hosts_of(m: &Monitor, site: &str) -> Vec<String> {
 }
 
 /// Opens `path`, decompressing gzip (by its magic bytes, whatever the name).
-fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
+fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
     let mut file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut magic = [0u8; 2];
     let n = file.read(&mut magic).with_context(|| format!("reading {}", path.display()))?;
@@ -119,7 +119,7 @@ fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead>> {
 
 /// A file's identity: the SHA-256 of its first complete line; `None`
 /// while it has none.
-fn file_id(path: &Path) -> anyhow::Result<Option<String>> {
+pub(crate) fn file_id(path: &Path) -> anyhow::Result<Option<String>> {
     let mut reader = open(path)?;
     let mut first = Vec::new();
     (&mut reader)
@@ -152,30 +152,75 @@ fn fetch_of(read: &Fetched, bodies: &HashMap<i64, Outcome>) -> Fetch {
     Fetch { at: At { ms: read.at, seq: u64::try_from(read.seq).unwrap_or(0) }, outcome }
 }
 
-/// Imports `paths` for `site` in `format`.
+/// Imports `paths` for `site` in `format`, then applies retention.
 pub async fn ingest(m: &Monitor, site: &str, paths: &[PathBuf], format: &Format) -> anyhow::Result<Vec<FileReport>> {
-    anyhow::ensure!(m.site(site).is_some(), "no site named `{site}` in the config");
-    let (timeline, bodies) = timeline::of(m.store(), site).await?;
-    let hosts = hosts_of(m, site);
-    let identity = verification(m).await?;
-    let mut fetches: HashMap<String, Fetch> =
-        ledger::reads(m.store(), site).await?.iter().map(|(c, r)| (c.clone(), fetch_of(r, &bodies))).collect();
-    let mut reader = Reader {
-        catalogue: m.catalogue().clone(),
-        agents: HashMap::new(),
-        verified: HashMap::new(),
-        identity,
-        timeline,
-        hosts,
-    };
-    let mut reports = Vec::new();
-    for path in paths {
-        reports.push(reader.file(m, site, path, format, &mut fetches).await?);
-    }
+    let mut importer = Importer::new(m, site, format.clone()).await?;
+    let reports = importer.files(m, paths).await?;
+    prune(m).await?;
+    Ok(reports)
+}
+
+/// Deletes ledger rows older than `compliance_retention`.
+pub async fn prune(m: &Monitor) -> anyhow::Result<()> {
     let keep = m.config().compliance_retention.as_millis() as i64;
     let before = (crate::monitor::now_ms() - keep).div_euclid(DAY_MS);
     ledger::prune(m.store(), before).await?;
-    Ok(reports)
+    Ok(())
+}
+
+/// One site's importer, kept between imports by a tail: its verification,
+/// its caches, the site's timeline and crawlers' last fetches.
+pub struct Importer {
+    site: String,
+    format: Format,
+    reader: Reader,
+    fetches: HashMap<String, Fetch>,
+}
+
+impl std::fmt::Debug for Importer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Importer").field("site", &self.site).field("format", &self.format).finish_non_exhaustive()
+    }
+}
+
+impl Importer {
+    /// An importer for `site`'s logs in `format`.
+    pub async fn new(m: &Monitor, site: &str, format: Format) -> anyhow::Result<Importer> {
+        anyhow::ensure!(m.site(site).is_some(), "no site named `{site}` in the config");
+        let reader = Reader {
+            catalogue: m.catalogue().clone(),
+            agents: HashMap::new(),
+            verified: HashMap::new(),
+            identity: verification(m).await?,
+            timeline: Timeline::new(),
+            hosts: hosts_of(m, site),
+        };
+        let mut importer = Importer { site: site.to_string(), format, reader, fetches: HashMap::new() };
+        importer.reload(m).await?;
+        Ok(importer)
+    }
+
+    /// Reads the site's timeline and crawlers' last fetches again, for
+    /// what the monitor and other importers recorded since.
+    pub async fn reload(&mut self, m: &Monitor) -> anyhow::Result<()> {
+        let (timeline, bodies) = timeline::of(m.store(), &self.site).await?;
+        self.reader.timeline = timeline;
+        self.fetches = ledger::reads(m.store(), &self.site)
+            .await?
+            .iter()
+            .map(|(c, r)| (c.clone(), fetch_of(r, &bodies)))
+            .collect();
+        Ok(())
+    }
+
+    /// Imports what `paths` hold that no import counted yet.
+    pub async fn files(&mut self, m: &Monitor, paths: &[PathBuf]) -> anyhow::Result<Vec<FileReport>> {
+        let mut reports = Vec::new();
+        for path in paths {
+            reports.push(self.reader.file(m, &self.site, path, &self.format, &mut self.fetches).await?);
+        }
+        Ok(reports)
+    }
 }
 
 /// The state one import carries from line to line.
@@ -244,6 +289,9 @@ impl Reader {
         let Some(id) = file_id(path)? else { return Ok(report) };
         report.file_id = id.clone();
         let mut state = ledger::file_state(m.store(), site, &id).await?;
+        // Where this batch began: the commit counts it only if no other
+        // import moved the file's offset meanwhile.
+        let mut from = state.read_bytes;
         let mut input = open(path)?;
         // Keyed by the crawler's index while reading (no string to hash or
         // copy a line); the catalogue's token replaces it on commit.
@@ -342,11 +390,12 @@ impl Reader {
             }
             since_commit += 1;
             if since_commit >= BATCH_LINES {
-                commit(m, site, &id, &shown, &state, &self.keyed(&mut rows), &mut reads, &mut bad).await?;
+                commit(m, site, &id, &shown, from, &state, &self.keyed(&mut rows), &mut reads, &mut bad).await?;
+                from = state.read_bytes;
                 since_commit = 0;
             }
         }
-        commit(m, site, &id, &shown, &state, &self.keyed(&mut rows), &mut reads, &mut bad).await?;
+        commit(m, site, &id, &shown, from, &state, &self.keyed(&mut rows), &mut reads, &mut bad).await?;
         Ok(report)
     }
 }
@@ -359,6 +408,7 @@ async fn commit(
     site: &str,
     file_id: &str,
     path: &str,
+    from: i64,
     state: &FileState,
     rows: &HashMap<Key, Tally>,
     reads: &mut HashMap<String, Fetched>,
@@ -370,7 +420,12 @@ async fn commit(
     for (line, why, text) in bad.iter() {
         ledger::write_bad_line(&mut tx, site, file_id, *line, why, text).await?;
     }
-    ledger::write_file(&mut tx, site, file_id, path, state, crate::monitor::now_ms()).await?;
+    if !ledger::write_file(&mut tx, site, file_id, path, from, state, crate::monitor::now_ms()).await? {
+        // Another import read these lines first (a second tail of the same
+        // file): they are its to count. Nothing of this batch is kept.
+        tx.rollback().await.context("rolling back an import")?;
+        anyhow::bail!("{path}: another import counted these lines first; nothing of this batch was kept");
+    }
     tx.commit().await.context("committing an import")?;
     reads.clear();
     bad.clear();

@@ -60,20 +60,26 @@ pub async fn file_state(store: &Store, site: &str, file_id: &str) -> Result<File
     read().map_err(q("reading a log file's offset"))
 }
 
-/// Records how far file `file_id` was read.
+/// Records how far file `file_id` was read, if it was read only to
+/// `from` before (a compare-and-set on the offset): `false` when another
+/// import moved it meanwhile, and nothing was written.
+#[allow(clippy::too_many_arguments)]
 pub async fn write_file(
     conn: &mut AnyConnection,
     site: &str,
     file_id: &str,
     path: &str,
+    from: i64,
     state: &FileState,
     now: i64,
-) -> Result<(), StoreError> {
-    sqlx::query(
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
         "INSERT INTO log_files (site, file_id, path, read_bytes, lines, judged, not_http, malformed, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (site, file_id) DO UPDATE SET path = excluded.path, \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE $10 = 0 \
+         ON CONFLICT (site, file_id) DO UPDATE SET path = excluded.path, \
          read_bytes = excluded.read_bytes, lines = excluded.lines, judged = excluded.judged, \
-         not_http = excluded.not_http, malformed = excluded.malformed, updated_at = excluded.updated_at",
+         not_http = excluded.not_http, malformed = excluded.malformed, updated_at = excluded.updated_at \
+         WHERE log_files.read_bytes = $10",
     )
     .bind(site)
     .bind(file_id)
@@ -84,10 +90,32 @@ pub async fn write_file(
     .bind(state.not_http)
     .bind(state.malformed)
     .bind(now)
+    .bind(from)
     .execute(&mut *conn)
     .await
     .map_err(q("recording a log file's offset"))?;
-    Ok(())
+    if done.rows_affected() == 1 {
+        return Ok(true);
+    }
+    // Offset `from` > 0 with no row yet cannot be; only an UPDATE is left.
+    let done = sqlx::query(
+        "UPDATE log_files SET path = $3, read_bytes = $4, lines = $5, judged = $6, not_http = $7, malformed = $8, \
+         updated_at = $9 WHERE site = $1 AND file_id = $2 AND read_bytes = $10",
+    )
+    .bind(site)
+    .bind(file_id)
+    .bind(path)
+    .bind(state.read_bytes)
+    .bind(state.lines)
+    .bind(state.judged)
+    .bind(state.not_http)
+    .bind(state.malformed)
+    .bind(now)
+    .bind(from)
+    .execute(&mut *conn)
+    .await
+    .map_err(q("recording a log file's offset"))?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Keeps a sample of an unreadable line.

@@ -8,6 +8,7 @@
 pub mod ingest;
 pub mod ledger;
 pub mod report;
+pub mod tail;
 pub mod timeline;
 
 /// Milliseconds in a UTC day: the ledger's rows are per day.

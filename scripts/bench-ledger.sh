@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# What the compliance ledger costs the gateway's hot path: the same build of
+# robots-proxy, with `proxy.ledger` off and on (writing to a SQLite file
+# every 10 s), in one run, on the fast path, at 1 and 64 connections, with
+# crawler User-Agents in the mix: 80% browsers, 20% crawlers (Googlebot,
+# bingbot, GPTBot, ClaudeBot, Applebot), over pages some of which the
+# robots.txt disallows. The origin is nginx on loopback. Off and on take
+# turns, ROUNDS times, so drift on the machine falls on both alike.
+# Installs nginx and wrk from Debian if missing.
+#   scripts/bench-ledger.sh [SECONDS=10] [ROUNDS=2]
+# PROXY_BIN runs another build of robots-proxy instead of building.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+rounds=${2:-2}
+source scripts/setup.sh
+for p in nginx-light wrk sqlite3; do
+  dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
+done
+bin=${PROXY_BIN:-target/release/robots-proxy}
+[ -n "${PROXY_BIN:-}" ] || cargo build --release --locked -p proxy --bin robots-proxy
+
+work=$(mktemp -d /tmp/robots-ledger-bench.XXXXXX)
+mkdir -p "$work/www/shop"
+chmod -R 755 "$work"   # nginx workers run as www-data
+printf 'User-agent: *\nDisallow: /cart\nDisallow: /search\n\nUser-agent: GPTBot\nDisallow: /\n\nUser-agent: Googlebot\nDisallow: /private\n' > "$work/www/robots.txt"
+head -c 2048 /dev/zero | tr '\0' 'x' > "$work/www/page.html"
+cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  default_type text/plain;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:18701; root $work/www; try_files \$uri /page.html; }
+}
+CONF
+nginx -c "$work/nginx.conf"
+gateway() { # PORT ADMIN LEDGER-LINES
+  cat <<CONF
+database: $work/ledger-$1.db
+proxy:
+  listen: ["127.0.0.1:$1"]
+  admin: 127.0.0.1:$2
+  admin_token: bench
+  state_dir: $work/state-$1
+  refresh: 1h
+  threads: 1
+$3
+sites:
+  - name: shop
+    proxy:
+      hosts: [shop.test]
+      origin: 127.0.0.1:18701
+CONF
+}
+gateway 18700 18702 "" > "$work/off.yaml"
+gateway 18710 18712 "  ledger: { flush: 10s }" > "$work/on.yaml"
+ROBOTSGATE_LOG=warn "$bin" --config "$work/off.yaml" > /dev/null 2> "$work/off.log" &
+off=$!
+ROBOTSGATE_LOG=warn "$bin" --config "$work/on.yaml" > /dev/null 2> "$work/on.log" &
+on=$!
+trap 'kill $off $on 2>/dev/null || true; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true' EXIT
+for port in 18700 18710; do
+  for _ in $(seq 1 100); do
+    curl -si -H 'Host: shop.test' http://127.0.0.1:$port/robots.txt 2>/dev/null | grep -qi '^x-robots-source: origin' && break
+    sleep 0.2
+  done
+done
+
+# One request in five claims a crawler; paths cycle through allowed and
+# disallowed pages, with query strings, so rows differ by line and class.
+cat > "$work/mix.lua" <<'LUA'
+local agents = {
+  "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0",
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+  "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_1) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15",
+  "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148",
+  "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+  "Mozilla/5.0 (Linux; Android 10) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36",
+  "Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0",
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0",
+  "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)",
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Edg/131.0 Safari/537.36",
+  "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36",
+  "Mozilla/5.0 (iPad; CPU OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148",
+  "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+  "Mozilla/5.0 (Macintosh; Intel Mac OS X 14.1; rv:120.0) Gecko/20100101 Firefox/120.0",
+  "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36",
+  "Mozilla/5.0 (Windows NT 11.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+  "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)",
+  "Mozilla/5.0 (X11; Fedora; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0",
+  "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+  "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/13.1.1 Safari/605.1.15 (Applebot/0.1)",
+}
+local paths = { "/page.html", "/shop/item?id=42", "/cart", "/search?q=shoes", "/private/x", "/shop/list?page=3&sort=price" }
+local n = 0
+request = function()
+  n = n + 1
+  local headers = { ["Host"] = "shop.test", ["User-Agent"] = agents[(n % #agents) + 1] }
+  return wrk.format("GET", paths[(n % #paths) + 1], headers)
+end
+LUA
+
+run() { # LABEL PORT CONNECTIONS
+  local out
+  out=$(wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s "$work/mix.lua" "http://127.0.0.1:$2/" )
+  printf '%-12s %3s conns: %s req/s, p50 %s, p99 %s\n' "$1" "$3" \
+    "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" "$(awk '$1=="99%" {print $2}' <<<"$out")"
+}
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+echo "wrk ${secs}s per line; gateway: 1 worker thread, fast path; mix: 80% browsers, 20% crawlers"
+for r in $(seq 1 "$rounds"); do
+  for c in 1 64; do
+    run "ledger off" 18700 "$c"
+    run "ledger on" 18710 "$c"
+  done
+done
+sleep 11   # one flush
+echo "ledger rows written: $(sqlite3 "$work/ledger-18710.db" 'SELECT COUNT(*), SUM(requests) FROM ledger')"
+curl -s -H 'Authorization: Bearer bench' http://127.0.0.1:18712/status | grep -o '"ledger":{[^}]*}'

@@ -76,6 +76,10 @@ pub struct Config {
     /// How long compliance ledger rows are kept (by their UTC day).
     #[serde(default = "default_retention", with = "humantime_serde_compat")]
     pub compliance_retention: Duration,
+    /// Alert on violations by spoofed claims too, not only verified ones
+    /// (they are on the Compliance page either way).
+    #[serde(default)]
+    pub compliance_alert_spoofed: bool,
     /// How long robots.txt may fail (5xx, 429, no answer) before the outage
     /// is critical. Google stops crawling at the first failure, but short
     /// CDN blips are common: with `15m`, an outage is a warning when it

@@ -438,6 +438,10 @@ impl Monitor {
     /// how many were sent. Without email configured, alerts stay recorded
     /// (and were logged when queued).
     pub async fn deliver_once(&self) -> Result<usize, StoreError> {
+        // Violations the ledger's writers found since, as alerts first.
+        if let Err(e) = crate::compliance::alerts::raise(self).await {
+            tracing::error!("raising violation alerts: {e:#}");
+        }
         let mut sent = self.deliver_channels().await?;
         if self.config.channels.iter().any(|c| c.digest.is_some()) {
             sent += crate::digest::deliver(&self.store, &self.client, &self.config.channels, now_ms).await?;

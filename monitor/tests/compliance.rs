@@ -301,6 +301,73 @@ fn a_tailed_log_follows_rotation_on_postgres() {
     tail(Db::Postgres);
 }
 
+/// A verified crawler's violation raises one `violation` alert per rule
+/// and day, through the configured channels; a spoofer's raises none.
+fn violation_alerts(db: Db) {
+    let dir = temp_dir(&format!("compliance-alerts-{db:?}"));
+    let Some(database) = fresh_database(db, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V1));
+    origin.set(
+        "/googlebot.json",
+        Reply::ok(r#"{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"127.0.0.2/32"}]}"#),
+    );
+    let hook = Receiver::start_on(free_port());
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: \"{database}\"\ninterval: 1h\nproxy:\n  listen: [\"127.0.0.1:1\"]\n  state_dir: state\n  identity:\n    reverse_dns: false\n\
+             crawlers:\n  - {{ token: Googlebot, operator: Google, purpose: search, obeys: true, source: https://example.test/, verify: {{ ip_ranges: [\"{feed}\"] }} }}\n\
+             channels:\n  - name: ops\n    webhook: http://127.0.0.1:{hook}/hook\n    severities: [critical, warning]\n\
+             sites:\n  - name: shop\n    url: http://127.0.0.1:{port}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
+            feed = origin.url("/googlebot.json"),
+            hook = hook.port,
+            port = origin.addr.port(),
+        ),
+    );
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let now = chrono_like_now();
+    let log = dir.join("access.log");
+    let line = |ip: &str, path: &str| format!("{ip} - - [{now}] \"GET {path} HTTP/1.1\" 200 3 \"-\" \"{GOOGLEBOT}\"\n");
+    std::fs::write(
+        &log,
+        line("127.0.0.2", "/admin/a") + &line("127.0.0.2", "/admin/b") + &line("127.0.0.3", "/admin/c"),
+    )
+    .unwrap();
+    ingest(&cfg, &[&log]);
+    assert_eq!(
+        scalar(
+            &database,
+            "SELECT CAST(SUM(requests) AS BIGINT) FROM ledger WHERE identity = 'verified' AND class = 'violation'"
+        ),
+        2
+    );
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    assert!(eventually(10, || !hook.requests().is_empty()), "the alert reached the webhook");
+    let (_, body) = hook.requests()[0].clone();
+    assert!(body.contains("Googlebot (verified) ignored robots.txt"), "{body}");
+    assert!(body.contains("Disallow: /admin") && body.contains("/admin/a"), "{body}");
+    // Once per rule and day: more of the same raises nothing, nor does the
+    // spoofer's violation.
+    std::fs::write(&log, std::fs::read_to_string(&log).unwrap() + &line("127.0.0.2", "/admin/d")).unwrap();
+    ingest(&cfg, &[&log]);
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(hook.requests().len(), 1, "{:?}", hook.requests());
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE kind = 'violation'"), 1);
+}
+
+#[test]
+fn violation_alerts_on_sqlite() {
+    violation_alerts(Db::Sqlite);
+}
+
+#[test]
+fn violation_alerts_on_postgres() {
+    violation_alerts(Db::Postgres);
+}
+
 /// The Compliance pages in the console, their JSON against the OpenAPI
 /// document, and the pages in Chromium (a screenshot for the README).
 fn console(cfg: &Path, in_chromium: bool) {

@@ -38,7 +38,6 @@ use robotsgate_crawlers::Catalogue;
 use robotsgate_history::ledger::{Key, Read, Tally};
 use rules::Policy;
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use crate::identity::{Answer, Identity};
 use crate::metrics::Metrics;
@@ -58,6 +57,8 @@ pub fn settled() -> bool {
 
 /// Milliseconds in a UTC day: rows are per day.
 const DAY_MS: i64 = 86_400_000;
+/// How often the judge takes the events the request path left.
+const DRAIN_EVERY: Duration = Duration::from_millis(50);
 /// How often the served states are sampled, besides at each request.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 /// The longest window the timeline is kept for: the longest cache window
@@ -83,7 +84,13 @@ struct Event {
 /// The request path's handle on the ledger.
 #[derive(Debug)]
 pub struct Ledger {
-    tx: mpsc::Sender<Event>,
+    /// Events not yet judged. A plain buffer the judge takes whole every
+    /// [`DRAIN_EVERY`], not a channel: a channel wakes the judge's thread
+    /// at every event, and on a busy machine those wake-ups cost the
+    /// request path more than anything the ledger does.
+    buffer: Mutex<Vec<Event>>,
+    /// Most events the buffer holds.
+    cap: usize,
     seq: AtomicU64,
     dropped: AtomicU64,
     /// Rows in memory, not yet written.
@@ -115,9 +122,9 @@ impl Ledger {
         shared: Arc<Shared>,
         metrics: Arc<Metrics>,
     ) -> (Arc<Ledger>, Judge) {
-        let (tx, rx) = mpsc::channel(settings.queue);
         let ledger = Arc::new(Ledger {
-            tx,
+            buffer: Mutex::new(Vec::with_capacity(settings.queue.min(4096))),
+            cap: settings.queue,
             seq: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             pending: AtomicU64::new(0),
@@ -126,7 +133,6 @@ impl Ledger {
         });
         let judge = Judge {
             ledger: Arc::clone(&ledger),
-            rx: tokio::sync::Mutex::new(rx),
             catalogue,
             identity,
             store,
@@ -156,7 +162,11 @@ impl Ledger {
             state,
             target: target.map(Box::from),
         };
-        if self.tx.try_send(event).is_err() {
+        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        if buffer.len() < self.cap {
+            buffer.push(event);
+        } else {
+            drop(buffer);
             self.drop_one();
         }
     }
@@ -191,7 +201,7 @@ impl Ledger {
         let r = self.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
         json!({
             "pending_rows": self.pending.load(Ordering::Relaxed),
-            "queued": self.tx.max_capacity() - self.tx.capacity(),
+            "queued": self.buffer.lock().unwrap_or_else(|e| e.into_inner()).len(),
             "dropped": self.dropped.load(Ordering::Relaxed),
             "written_rows": r.written,
             "last_write": r.last_write,
@@ -224,7 +234,6 @@ enum Seen {
 #[derive(Debug)]
 pub struct Judge {
     ledger: Arc<Ledger>,
-    rx: tokio::sync::Mutex<mpsc::Receiver<Event>>,
     catalogue: Catalogue,
     identity: Option<Arc<Identity>>,
     store: Arc<RobotsStore>,
@@ -301,6 +310,17 @@ impl Judge {
             Some(Answer::Verified) => Judged::Verified,
             Some(Answer::Pending) => Judged::Pending,
             Some(Answer::Spoofed) => Judged::Spoofed,
+        }
+    }
+
+    /// Judges every event the request path left since the last drain.
+    async fn drain(&self, books: &mut Books, taken: &mut Vec<Event>) {
+        {
+            let mut buffer = self.ledger.buffer.lock().unwrap_or_else(|e| e.into_inner());
+            std::mem::swap(&mut *buffer, taken);
+        }
+        for e in taken.drain(..) {
+            self.take(books, e).await;
         }
     }
 
@@ -525,21 +545,24 @@ async fn write_books(db: &robotsgate_history::Db, books: &mut Books) -> Result<u
 impl BackgroundService for Judge {
     async fn start(&self, mut shutdown: ShutdownWatch) {
         RUNNING.store(true, Ordering::SeqCst);
-        let mut rx = self.rx.lock().await;
         let mut books = Books::default();
         let mut flush = tokio::time::interval(self.flush);
         let mut sample = tokio::time::interval(SAMPLE_EVERY);
+        let mut drain = tokio::time::interval(DRAIN_EVERY);
         flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        drain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut taken = Vec::new();
         loop {
             tokio::select! {
-                Some(e) = rx.recv() => self.take(&mut books, e).await,
+                _ = drain.tick() => self.drain(&mut books, &mut taken).await,
                 _ = sample.tick() => self.sample(&mut books),
-                _ = flush.tick() => self.write(&mut books).await,
+                _ = flush.tick() => {
+                    self.drain(&mut books, &mut taken).await;
+                    self.write(&mut books).await;
+                }
                 _ = shutdown.changed() => {
-                    // What is queued, then one last write.
-                    while let Ok(e) = rx.try_recv() {
-                        self.take(&mut books, e).await;
-                    }
+                    // What is left, then one last write.
+                    self.drain(&mut books, &mut taken).await;
                     self.write(&mut books).await;
                     SETTLED.store(true, Ordering::SeqCst);
                     return;

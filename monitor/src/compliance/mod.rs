@@ -5,6 +5,7 @@
 //! (`robots-monitor compliance`). The judgement itself is
 //! `robotsgate-compliance`'s, the same the gateway would make.
 
+pub mod alerts;
 pub mod ingest;
 pub mod ledger;
 pub mod report;

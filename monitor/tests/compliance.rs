@@ -24,40 +24,6 @@ const GPTBOT: &str =
     "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.1; +https://openai.com/gptbot)";
 const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0";
 
-/// nginx on a free port, serving `root`, its access log at `log`.
-fn nginx(dir: &Path, root: &Path, log: &Path) -> Option<(Proc, SocketAddr)> {
-    if Command::new("nginx").arg("-v").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "nginx is required under CI (scripts/services.sh installs it)");
-        eprintln!("nginx not installed; skipping");
-        return None;
-    }
-    let port = free_port();
-    let conf = dir.join("nginx.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "daemon off;\nmaster_process off;\npid {pid};\nerror_log {err} warn;\nevents {{ worker_connections 64; }}\n\
-             http {{\n  access_log {log} combined;\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n  uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n\
-               server {{ listen 127.0.0.1:{port}; listen [::1]:{port}; server_name shop.test; root {root}; location / {{ return 200 \"ok\\n\"; }} }}\n}}\n",
-            pid = dir.join("nginx.pid").display(),
-            err = dir.join("error.log").display(),
-            log = log.display(),
-            tmp = dir.display(),
-            root = root.display(),
-        ),
-    )
-    .unwrap();
-    let child = Command::new("nginx")
-        .args(["-c", conf.to_str().unwrap(), "-p", dir.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nginx");
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    assert!(wait_listening(addr, 10), "nginx did not start");
-    Some((Proc(child), addr))
-}
-
 fn get(from: &str, addr: SocketAddr, method: &str, path: &str, ua: &str) {
     let ip: IpAddr = from.parse().unwrap();
     request_from(Some(ip), addr, method, "shop.test", path, &[("User-Agent", ua)]).expect("an answer from nginx");
@@ -110,10 +76,8 @@ fn run(db: Db) {
     std::thread::sleep(std::time::Duration::from_millis(1100));
 
     // Crawler traffic through a real nginx, which writes the real log.
-    let root = dir.join("www");
-    std::fs::create_dir_all(&root).unwrap();
     let log = dir.join("access.log");
-    let Some((_nginx, addr)) = nginx(&dir, &root, &log) else { return };
+    let Some((_nginx, addr)) = nginx(&dir, &log) else { return };
     get("127.0.0.2", addr, "GET", "/robots.txt", GOOGLEBOT); // Googlebot reads revision 2...
     get("127.0.0.2", addr, "GET", "/news/a", GOOGLEBOT); // ...then fetches what it forbids: a violation
     get("127.0.0.2", addr, "GET", "/shop", GOOGLEBOT); // obeyed
@@ -242,10 +206,8 @@ fn tail(db: Db) {
     let Some(database) = fresh_database(db, &dir) else { return };
     let origin = Origin::start();
     origin.set("/robots.txt", Reply::ok(V1));
-    let root = dir.join("www");
-    std::fs::create_dir_all(&root).unwrap();
     let log = dir.join("access.log");
-    let Some((nginx, addr)) = nginx(&dir, &root, &log) else { return };
+    let Some((nginx, addr)) = nginx(&dir, &log) else { return };
     let cfg = write_config(
         &dir,
         &format!(

@@ -342,3 +342,117 @@ fn an_unreachable_database_slows_nothing_on_the_fast_path() {
 fn an_unreachable_database_slows_nothing_on_the_pipeline() {
     unreachable_database_slows_nothing(false);
 }
+
+/// `robots-monitor`, built beside this package's binary by `cargo test
+/// --workspace` (the test command); `None` (a skip) when only this
+/// package was built, outside CI.
+fn monitor_bin() -> Option<PathBuf> {
+    let bin = Path::new(env!("CARGO_BIN_EXE_robots-proxy")).with_file_name("robots-monitor");
+    if bin.exists() {
+        return Some(bin);
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI runs the whole workspace, so robots-monitor is built");
+    eprintln!("robots-monitor not built (cargo test --workspace builds it); skipping");
+    None
+}
+
+/// One ledger as comparable text: every row's crawler, identity, class,
+/// deciding line and status, the hash of the deciding revision's bytes,
+/// and its count, sorted.
+fn ledger_text(database: &str) -> String {
+    scalar_text(
+        database,
+        "SELECT group_concat(row, '\n') FROM (SELECT l.crawler || ' ' || l.identity || ' ' || l.class || ' line ' || l.line \
+         || ' status ' || l.status || ' ' || COALESCE(substr(r.hash, 1, 12), '-') || ' x' || SUM(l.requests) AS row \
+         FROM ledger l LEFT JOIN revisions r ON r.id = l.revision_id \
+         GROUP BY l.crawler, l.identity, l.class, l.line, l.status, r.hash ORDER BY row)",
+    )
+}
+
+/// The same crawler traffic, replayed through the gateway and to a real
+/// nginx writing its real access log, across a robots.txt change: the
+/// ledger the gateway wrote equals the one `robots-monitor ingest` builds
+/// from the log.
+fn gateway_and_log_agree(fast_path: bool) {
+    let Some(monitor) = monitor_bin() else { return };
+    let dir = temp_dir(&format!("ledger-agree-{fast_path}"));
+    let log = dir.join("access.log");
+    let Some((_nginx, direct)) = nginx(&dir, &log) else { return };
+    let origin = origin();
+    let gateway_db = dir.join("gateway.db").display().to_string();
+    let gate = start(&dir, &gateway_db, &origin, fast_path, "200ms");
+    gate.wait_serving(V1);
+    // The monitor's own database, the same site and crawlers, verification
+    // from the same feed; it learns robots.txt by polling the same origin.
+    let monitor_cfg = dir.join("monitor.yaml");
+    let gateway_cfg = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("gateway-")))
+        .unwrap();
+    let text = std::fs::read_to_string(gateway_cfg)
+        .unwrap()
+        .replace(&gateway_db, &dir.join("monitor.db").display().to_string());
+    let text = text.replace(
+        "    proxy:\n      hosts:",
+        &format!("    url: {}\n    proxy:\n      hosts:", origin.url("/robots.txt")),
+    );
+    std::fs::write(&monitor_cfg, text + "interval: 1h\n").unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&monitor).arg("--config").arg(&monitor_cfg).args(args).output().unwrap();
+        assert!(out.status.success(), "robots-monitor {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["once"]);
+    // Access logs have whole seconds: each wave starts a second after a change.
+    std::thread::sleep(Duration::from_millis(1100));
+
+    let both = |from: &str, method: &str, agent: &str, path: &str| {
+        let ip: IpAddr = from.parse().unwrap();
+        for addr in [gate.addr, direct] {
+            request_from(Some(ip), addr, method, "shop.test", path, &[("User-Agent", agent)]).expect("an answer");
+        }
+    };
+    const GPTBOT: &str =
+        "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+    both(REAL, "GET", GOOGLEBOT, "/robots.txt");
+    both(REAL, "GET", GOOGLEBOT, "/ok");
+    both(REAL, "GET", GOOGLEBOT, "/nogoogle/a");
+    both(REAL, "HEAD", GOOGLEBOT, "/%6Eogoogle/b");
+    both(SPOOFER, "GET", GOOGLEBOT, "/robots.txt");
+    both(SPOOFER, "GET", GOOGLEBOT, "/private/x");
+    both(SPOOFER, "GET", GOOGLEBOT, "/nogoogle/c");
+    both(OTHER, "GET", GPTBOT, "/private/y");
+    both(OTHER, "GET", LONGBOT, "/robots.txt");
+    both(OTHER, "GET", LONGBOT, "/news/1");
+    both(OTHER, "GET", "Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0", "/private/browser");
+
+    origin.set("/robots.txt", Reply::ok(V2));
+    gate.wait_serving(V2);
+    run(&["once"]);
+    std::thread::sleep(Duration::from_millis(1100));
+    both(REAL, "GET", GOOGLEBOT, "/news/2"); // holds v1: obeyed
+    both(OTHER, "GET", GPTBOT, "/news/3"); // read nothing: grace
+    both(OTHER, "GET", LONGBOT, "/news/4"); // holds v1: obeyed
+    both(SPOOFER, "GET", GOOGLEBOT, "/news/5"); // anonymous, no read protects it: grace
+    gate.wait_written();
+    assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 15));
+    run(&["ingest", "--site", "shop", log.to_str().unwrap()]);
+
+    let (from_gateway, from_log) =
+        (ledger_text(&gateway_db), ledger_text(&dir.join("monitor.db").display().to_string()));
+    assert!(from_gateway.contains("Googlebot verified violation line 5"), "{from_gateway}");
+    assert!(from_gateway.contains("GPTBot unverifiable grace"), "{from_gateway}");
+    assert!(from_gateway.contains("Googlebot spoofed grace"), "{from_gateway}");
+    assert_eq!(from_gateway, from_log, "the gateway's ledger and the access log's");
+}
+
+#[test]
+fn the_gateway_and_its_access_log_agree_on_the_fast_path() {
+    gateway_and_log_agree(true);
+}
+
+#[test]
+fn the_gateway_and_its_access_log_agree_on_the_pipeline() {
+    gateway_and_log_agree(false);
+}

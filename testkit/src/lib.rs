@@ -450,3 +450,38 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
 pub fn wait_listening(addr: SocketAddr, secs: u64) -> bool {
     eventually(secs, || TcpStream::connect(addr).is_ok())
 }
+
+/// nginx on a free port of 127.0.0.1 and [::1], answering every request
+/// `200 ok`, writing its `combined` access log at `log`; `None` (a skip)
+/// where nginx is not installed, outside CI.
+pub fn nginx(dir: &Path, log: &Path) -> Option<(Proc, SocketAddr)> {
+    if Command::new("nginx").arg("-v").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "nginx is required under CI (scripts/services.sh installs it)");
+        eprintln!("nginx not installed; skipping");
+        return None;
+    }
+    let port = free_port();
+    let conf = dir.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "daemon off;\nmaster_process off;\npid {pid};\nerror_log {err} warn;\nevents {{ worker_connections 64; }}\n\
+             http {{\n  access_log {log} combined;\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n  uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n\
+               server {{ listen 127.0.0.1:{port}; listen [::1]:{port}; server_name shop.test; location / {{ return 200 \"ok\\n\"; }} }}\n}}\n",
+            pid = dir.join("nginx.pid").display(),
+            err = dir.join("error.log").display(),
+            log = log.display(),
+            tmp = dir.display(),
+        ),
+    )
+    .expect("nginx config");
+    let child = Command::new("nginx")
+        .args(["-c", conf.to_str().expect("a UTF-8 path"), "-p", dir.to_str().expect("a UTF-8 path")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nginx");
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(wait_listening(addr, 10), "nginx did not start");
+    Some((Proc(child), addr))
+}

@@ -63,8 +63,8 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
     let now = now_ms();
     let started = std::time::Instant::now();
 
-    let info = gauge("robotsgate_monitor_info", "The monitor's version", &["version"]);
-    info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+    let info = gauge("robotsgate_monitor_info", "The monitor's version and its lease owner id", &["version", "owner"]);
+    info.with_label_values(&[env!("CARGO_PKG_VERSION"), m.owner()]).set(1);
     let state = gauge("robotsgate_monitor_site_state", "1 for each site's current state", &["site", "state"]);
     let age = gauge(
         "robotsgate_monitor_last_success_age_seconds",
@@ -99,6 +99,22 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
             .and_then(|r| r.try_get::<Option<i64>, _>("at").ok().flatten());
         age.with_label_values(&[&s.name]).set(at.map_or(-1, |at| (now - at).max(0) / 1000));
     }
+    // Which monitor holds which sites' leases now: a replica that holds
+    // none for long is idle or cut off from the database.
+    let leases = gauge("robotsgate_monitor_leases", "Sites whose poll lease each monitor holds now", &["owner"]);
+    let rows = sqlx::query(
+        "SELECT leased_by, CAST(COUNT(*) AS BIGINT) AS n FROM sites WHERE leased_until > $1 AND leased_by IS NOT NULL GROUP BY leased_by",
+    )
+    .bind(now)
+    .fetch_all(m.store().pool())
+    .await
+    .map_err(q("reading leases"))?;
+    for r in &rows {
+        leases
+            .with_label_values(&[&r.try_get::<String, _>("leased_by").unwrap_or_default()])
+            .set(r.try_get("n").unwrap_or(0));
+    }
+    leases.with_label_values(&[m.owner()]).add(0);
     let alerts = gauge(
         "robotsgate_monitor_alerts",
         "Undelivered alerts: waiting (not yet tried) and failing",
@@ -157,7 +173,7 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
         }
     }
     c.db_seconds.observe(started.elapsed().as_secs_f64());
-    for g in [info, state, age, alerts] {
+    for g in [info, state, age, alerts, leases] {
         let _ = registry.register(Box::new(g));
     }
     let _ = registry.register(Box::new(violations));

@@ -122,6 +122,11 @@ impl Monitor {
         Ok(Monitor { config, store, client, mailer, owner, known: Mutex::new(HashMap::new()), catalogue })
     }
 
+    /// This process's lease owner id (`PID:START_MS`), as `sites.leased_by` holds it.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
     /// The store, for reports and tests.
     pub fn store(&self) -> &Store {
         &self.store

@@ -304,8 +304,10 @@ impl Front {
                     if client.write_all(&response).await.is_err() || client.flush().await.is_err() {
                         return;
                     }
+                    let status = status_of(&response);
+                    self.gateway.metrics.response(false, status);
                     if let Some(log) = log {
-                        log.write(status_of(&response));
+                        log.write(status);
                     }
                     !close
                 }
@@ -569,6 +571,7 @@ impl Front {
             Ok((status, keep)) => (status, keep && !f.close),
             Err(Failure::Origin(status, why)) => {
                 tracing::warn!(site = %f.site.name, error = %why, "origin failed");
+                self.gateway.metrics.origin_failures.with_label_values(&[&f.site.name, &status.to_string()]).inc();
                 let body = format!("robots-proxy: the origin of {} failed: {why}\n", f.site.name);
                 let _ = client.write_all(&answer(status, body.as_bytes(), true)).await;
                 let _ = client.flush().await;
@@ -581,6 +584,7 @@ impl Front {
             }
             Err(Failure::Broken) => (0, false),
         };
+        self.gateway.metrics.response(false, status);
         if let Some(log) = &f.log {
             log.write(status);
         }

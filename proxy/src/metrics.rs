@@ -43,6 +43,14 @@ pub struct Metrics {
     /// Crawler requests the ledger judged violations, by site, crawler
     /// (a catalogue token) and identity answer.
     pub ledger_violations: IntCounterVec,
+    /// Responses, by request path (`fast`, `pipeline`) and status class
+    /// (`1xx` to `5xx`; `none` when the client left first).
+    pub responses: IntCounterVec,
+    /// The same counters, looked up once: `[fast, pipeline][status / 100]`.
+    by_class: [[IntCounter; 6]; 2],
+    /// Responses the gateway made itself because the origin failed (502,
+    /// 504), by site and status: its own 5xx, apart from the origin's.
+    pub origin_failures: IntCounterVec,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -58,11 +66,36 @@ fn gauge(registry: &Registry, name: &str, help: &str) -> IntGaugeVec {
     g
 }
 
+/// The status classes of [`Metrics::responses`], by `status / 100`.
+const CLASSES: [&str; 6] = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"];
+
 impl Metrics {
+    /// Counts a response of `status` (0: none) on the fast path or the pipeline.
+    pub fn response(&self, pipeline: bool, status: u16) {
+        let class = usize::from(status / 100).min(5);
+        self.by_class[usize::from(pipeline)][class].inc();
+    }
+
     /// Creates and registers the counters.
     pub fn new() -> Metrics {
         let registry = Registry::new();
+        let responses = counter(
+            &registry,
+            "robotsgate_responses_total",
+            "Responses, by request path and status class",
+            &["path", "class"],
+        );
+        let by_class =
+            ["fast", "pipeline"].map(|path| CLASSES.map(|class| responses.with_label_values(&[path, class])));
         Metrics {
+            responses,
+            by_class,
+            origin_failures: counter(
+                &registry,
+                "robotsgate_origin_failures_total",
+                "Responses the gateway made itself because the origin failed",
+                &["site", "status"],
+            ),
             crawler_requests: counter(
                 &registry,
                 "robotsgate_crawler_requests_total",
@@ -133,7 +166,7 @@ impl Metrics {
             ),
             ledger_violations: counter(
                 &registry,
-                "robotsgate_crawler_violations_total",
+                "robotsgate_gateway_violations_total",
                 "Crawler requests judged violations of the robots.txt they could hold",
                 &["site", "crawler", "identity"],
             ),

@@ -273,7 +273,7 @@ impl ProxyHttp for Pipeline {
 
     /// Pingora's default answers 502 to every origin failure; an origin
     /// that did not answer in time gets 504, as on the fast path.
-    async fn fail_to_proxy(&self, session: &mut Session, e: &pingora::Error, _ctx: &mut Self::CTX) -> FailToProxy {
+    async fn fail_to_proxy(&self, session: &mut Session, e: &pingora::Error, ctx: &mut Self::CTX) -> FailToProxy {
         use pingora::ErrorSource;
         let code = match (e.etype(), e.esource()) {
             (ErrorType::HTTPStatus(code), _) => *code,
@@ -284,6 +284,9 @@ impl ProxyHttp for Pipeline {
             (_, ErrorSource::Downstream) => 400,
             _ => 500,
         };
+        if let (502 | 504, Some(site)) = (code, &ctx.site) {
+            self.0.metrics.origin_failures.with_label_values(&[&site.name, &code.to_string()]).inc();
+        }
         if code > 0 {
             let _ = session.respond_error(code).await;
         }
@@ -291,8 +294,9 @@ impl ProxyHttp for Pipeline {
     }
 
     async fn logging(&self, session: &mut Session, _e: Option<&pingora::Error>, ctx: &mut Self::CTX) {
-        let (Some(site), Some(visit)) = (&ctx.site, &ctx.visit) else { return };
         let status = session.response_written().map_or(0, |r| r.status.as_u16());
+        self.0.metrics.response(true, status);
+        let (Some(site), Some(visit)) = (&ctx.site, &ctx.visit) else { return };
         let req = session.req_header();
         let target = req.uri.path_and_query().map_or("/", |p| p.as_str());
         Gateway::log_visit(site, visit, req.method.as_str(), target, status);

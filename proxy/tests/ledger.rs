@@ -16,7 +16,7 @@ use std::time::Duration;
 use testkit::*;
 
 mod support;
-use support::spawn_proxy;
+use support::{monitor_bin, spawn_proxy};
 
 const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 const SHORTBOT: &str = "ShortBot/1.0";
@@ -223,7 +223,7 @@ fn crawlers_obey_and_not(fast_path: bool) {
         1
     );
     assert!(gate.metrics().contains(
-        "robotsgate_crawler_violations_total{crawler=\"ShortBot\",identity=\"unverifiable\",site=\"shop\"} 1"
+        "robotsgate_gateway_violations_total{crawler=\"ShortBot\",identity=\"unverifiable\",site=\"shop\"} 1"
     ));
     assert_eq!(gate.status()["ledger"]["dropped"], 0);
 }
@@ -341,19 +341,6 @@ fn an_unreachable_database_slows_nothing_on_the_fast_path() {
 #[test]
 fn an_unreachable_database_slows_nothing_on_the_pipeline() {
     unreachable_database_slows_nothing(false);
-}
-
-/// `robots-monitor`, built beside this package's binary by `cargo test
-/// --workspace` (the test command); `None` (a skip) when only this
-/// package was built, outside CI.
-fn monitor_bin() -> Option<PathBuf> {
-    let bin = Path::new(env!("CARGO_BIN_EXE_robots-proxy")).with_file_name("robots-monitor");
-    if bin.exists() {
-        return Some(bin);
-    }
-    assert!(std::env::var_os("CI").is_none(), "CI runs the whole workspace, so robots-monitor is built");
-    eprintln!("robots-monitor not built (cargo test --workspace builds it); skipping");
-    None
 }
 
 /// One ledger as comparable text: every row's crawler, identity, class,

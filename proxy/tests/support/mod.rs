@@ -58,3 +58,17 @@ sites:
     let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().expect("address");
     (spawn_proxy(&cfg, &[addr]), addr)
 }
+
+/// `robots-monitor`, built beside this package's binary by `cargo test
+/// --workspace` (the test command); `None` (a skip) when only this
+/// package was built, outside CI.
+#[allow(dead_code)] // Not every suite that shares this module needs it.
+pub fn monitor_bin() -> Option<std::path::PathBuf> {
+    let bin = Path::new(env!("CARGO_BIN_EXE_robots-proxy")).with_file_name("robots-monitor");
+    if bin.exists() {
+        return Some(bin);
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI runs the whole workspace, so robots-monitor is built");
+    eprintln!("robots-monitor not built (cargo test --workspace builds it); skipping");
+    None
+}

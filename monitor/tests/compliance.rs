@@ -253,6 +253,65 @@ fn tail(db: Db) {
     assert_eq!(scalar(&database, "SELECT CAST(COUNT(*) AS BIGINT) FROM log_files WHERE site = 'shop'"), 3);
 }
 
+/// Two monitor daemons on one database tail the same log (two replicas
+/// on one host), and one of them is killed with -9 mid-way and started
+/// again: every line is counted exactly once.
+fn two_tails(db: Db) {
+    let dir = temp_dir(&format!("compliance-two-tails-{db:?}"));
+    let Some(database) = fresh_database(db, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V1));
+    let log = dir.join("access.log");
+    let Some((_nginx, addr)) = nginx(&dir, &log) else { return };
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: \"{database}\"\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    logs:\n      - path: {}\n",
+            origin.addr.port(),
+            log.display()
+        ),
+    );
+    let _a = daemon(&cfg);
+    let mut b = daemon(&cfg);
+    assert!(eventually(20, || scalar(&database, "SELECT COUNT(*) FROM states WHERE site = 'shop'") == 1));
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let violations = || sum(&database, "violation");
+    let mut sent = 0;
+    let now = chrono_like_now();
+    for round in 0..6 {
+        for i in 0..20 {
+            get("127.0.0.4", addr, "GET", &format!("/admin/{round}/{i}"), BINGBOT);
+        }
+        // Bursts as a busy site writes them, so both tails read at once.
+        let burst: String = (0..20_000)
+            .map(|i| {
+                format!("127.0.0.4 - - [{now}] \"GET /admin/burst/{round}/{i} HTTP/1.1\" 200 3 \"-\" \"{BINGBOT}\"\n")
+            })
+            .collect();
+        use std::io::Write;
+        std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(burst.as_bytes()).unwrap();
+        sent += 20_020;
+        if round == 2 {
+            b.kill();
+            b = daemon(&cfg);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    assert!(eventually(30, || violations() == sent), "counted {} of {sent}", violations());
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    assert_eq!(violations(), sent, "nothing counted twice");
+}
+
+#[test]
+fn two_tails_of_one_log_count_once_on_sqlite() {
+    two_tails(Db::Sqlite);
+}
+
+#[test]
+fn two_tails_of_one_log_count_once_on_postgres() {
+    two_tails(Db::Postgres);
+}
+
 #[test]
 fn a_tailed_log_follows_rotation_on_sqlite() {
     tail(Db::Sqlite);

@@ -14,6 +14,14 @@ cd "$(dirname "$0")/.."
 secs=${1:-10}
 rounds=${2:-2}
 source scripts/setup.sh
+# A port in use means a run still going (or left behind): its load would
+# fall on this run's figures.
+for port in 18700 18701 18702 18710 18712; do
+  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+    echo "port $port is in use: stop what listens there first" >&2
+    exit 1
+  fi
+done
 for p in nginx-light wrk sqlite3; do
   dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
 done

@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# The gateway as deployed, against nginx, in one run (issue #34, part 1):
+#   - plain: no crawler logic, a proxied page (as scripts/bench-proxy.sh);
+#   - everything on: enforce, an AI policy, identity from IP-range feeds on
+#     loopback (Googlebot verified, GPTBot spoofed, bingbot unverifiable,
+#     ClaudeBot refused by the AI policy), the compliance ledger, and a
+#     mix of 80% browser and 20% crawler User-Agents;
+#   - over TLS 1.3: HTTP/1.1 (wrk) and HTTP/2 (h2load), against nginx
+#     terminating TLS with the same certificate and proxying to the same
+#     origin;
+#   - at 1 and 64 connections, on the fast path and on Pingora's pipeline;
+#   - with THREADS worker threads for the gateway and nginx alike.
+# And, where perf can count them on this machine, instructions per request.
+# Installs nginx, wrk and nghttp2-client (h2load) from Debian if missing.
+#   scripts/bench-deployed.sh [SECONDS=10] [THREADS=1]
+# PROXY_BIN runs another build of robots-proxy instead of building.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+threads=${2:-1}
+source scripts/setup.sh
+# A port in use means a run still going (or left behind): its load would
+# fall on this run's figures.
+for port in 18800 18801 18802 18803 18810 18813 18820 18822 18830 18840 18842 18850; do
+  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+    echo "port $port is in use: stop what listens there first" >&2
+    exit 1
+  fi
+done
+for p in nginx-light wrk nghttp2-client openssl; do
+  dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
+done
+bin=${PROXY_BIN:-target/release/robots-proxy}
+[ -n "${PROXY_BIN:-}" ] || cargo build --release --locked -p proxy --bin robots-proxy
+
+work=$(mktemp -d /tmp/robots-deployed-bench.XXXXXX)
+mkdir -p "$work/www"
+chmod 755 "$work" "$work/www"
+printf 'User-agent: *\nDisallow: /cart\nDisallow: /search\n\nUser-agent: Googlebot\nDisallow: /private\n' > "$work/www/robots.txt"
+head -c 2048 /dev/zero | tr '\0' 'x' > "$work/www/page.html"
+printf '{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"127.0.0.1/32"}]}' > "$work/www/googlebot.json"
+printf '{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"10.0.0.0/8"}]}' > "$work/www/gptbot.json"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=shop.test \
+  -addext subjectAltName=DNS:shop.test -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+chmod 644 "$work/key.pem" "$work/cert.pem"
+
+# The origin, and nginx as the peer: a reverse proxy on plain HTTP and one
+# terminating TLS (HTTP/1.1 and HTTP/2), with the gateway's worker count.
+cat > "$work/nginx.conf" <<CONF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  default_type text/plain;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:18801; root $work/www; try_files \$uri /page.html; }
+}
+CONF
+cat > "$work/nginx-proxy.conf" <<CONF
+worker_processes $threads;
+pid $work/nginx-proxy.pid;
+error_log $work/nginx-proxy-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  upstream origin { server 127.0.0.1:18801; keepalive 64; }
+  server {
+    listen 127.0.0.1:18803;
+    listen 127.0.0.1:18813 ssl http2;
+    ssl_certificate $work/cert.pem;
+    ssl_certificate_key $work/key.pem;
+    ssl_protocols TLSv1.3;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host \$host;
+    }
+  }
+}
+CONF
+nginx -c "$work/nginx.conf"
+nginx -c "$work/nginx-proxy.conf"
+
+gateway() { # NAME PORT TLS-PORT ADMIN FAST EXTRA
+  cat <<CONF
+database: $work/$1.db
+proxy:
+  listen: ["127.0.0.1:$2"]
+  tls_listen: [{ addr: "127.0.0.1:$3", cert: $work/cert.pem, key: $work/key.pem }]
+  admin: 127.0.0.1:$4
+  admin_token: bench
+  state_dir: $work/state-$1
+  refresh: 1h
+  threads: $threads
+  fast_path: $5
+$6
+sites:
+  - name: shop
+    proxy:
+      hosts: [shop.test]
+      origin: 127.0.0.1:18801
+$7
+CONF
+}
+all_proxy="  identity:
+    refresh: 1h
+    reverse_dns: false
+  ledger: { flush: 10s }"
+all_site="      enforce: true
+      spoofed: tag
+      ai_policy: { ai-training: deny, enforce: refuse }"
+all_crawlers="crawlers:
+  - { token: Googlebot, operator: Google, purpose: search, obeys: true, source: bench,
+      verify: { ip_ranges: [\"http://127.0.0.1:18801/googlebot.json\"] } }
+  - { token: GPTBot, operator: OpenAI, purpose: ai-training, obeys: true, source: bench,
+      verify: { ip_ranges: [\"http://127.0.0.1:18801/gptbot.json\"] } }"
+gateway plain 18800 18810 18802 true "" "" > "$work/plain.yaml"
+gateway all 18820 18830 18822 true "$all_proxy" "$all_site" > "$work/all.yaml"
+printf '%s\n' "$all_crawlers" >> "$work/all.yaml"
+gateway pipeline 18840 18850 18842 false "$all_proxy" "$all_site" > "$work/pipeline.yaml"
+printf '%s\n' "$all_crawlers" >> "$work/pipeline.yaml"
+pids=()
+for g in plain all pipeline; do
+  ROBOTSGATE_LOG=warn "$bin" --config "$work/$g.yaml" > /dev/null 2> "$work/$g.log" &
+  pids+=($!)
+done
+trap 'kill ${pids[*]} 2>/dev/null || true; for c in nginx nginx-proxy; do nginx -c "$work/$c.conf" -s stop 2>/dev/null || true; done' EXIT
+for port in 18800 18820 18840; do
+  for _ in $(seq 1 100); do
+    curl -si -H 'Host: shop.test' http://127.0.0.1:$port/robots.txt 2>/dev/null | grep -qi '^x-robots-source: \(origin\|managed\)' && break
+    sleep 0.2
+  done
+done
+sleep 2   # the feeds
+
+# 80% browsers, 20% crawlers (verified, spoofed, unverifiable, refused).
+cat > "$work/mix.lua" <<'LUA'
+local agents = {
+  "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0",
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+  "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_1) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15",
+  "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148",
+  "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+  "Mozilla/5.0 (Linux; Android 10) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36",
+  "Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0",
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0",
+  "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)",
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Edg/131.0 Safari/537.36",
+  "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36",
+  "Mozilla/5.0 (iPad; CPU OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148",
+  "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+  "Mozilla/5.0 (Macintosh; Intel Mac OS X 14.1; rv:120.0) Gecko/20100101 Firefox/120.0",
+  "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36",
+  "Mozilla/5.0 (Windows NT 11.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+  "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)",
+  "Mozilla/5.0 (X11; Fedora; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0",
+  "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
+  "Mozilla/5.0 (Linux; Android 13) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36",
+}
+local paths = { "/page.html", "/shop/item?id=42", "/cart", "/search?q=shoes", "/private/x", "/shop/list?page=3" }
+local n = 0
+request = function()
+  n = n + 1
+  return wrk.format("GET", paths[(n % #paths) + 1], { ["Host"] = "shop.test", ["User-Agent"] = agents[(n % #agents) + 1] })
+end
+LUA
+
+perf_ok=
+perf stat -e instructions -x, -- true 2>&1 | grep -q '^[0-9]' && perf_ok=1
+# LABEL URL CONNECTIONS [PID to count instructions of]
+wrk_run() {
+  local out per=""
+  if [ -n "$perf_ok" ] && [ -n "${4:-}" ]; then
+    perf stat -e instructions -x, -p "$4" -o "$work/perf.txt" -- sleep "$secs" &
+    local perf_pid=$!
+  fi
+  out=$(wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s "$work/mix.lua" "$2")
+  if [ -n "${perf_pid:-}" ]; then
+    wait "$perf_pid" || true
+    local ins reqs
+    ins=$(grep instructions "$work/perf.txt" | cut -d, -f1)
+    reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+    [ -n "$ins" ] && [ -n "$reqs" ] && per=$(( ins / reqs ))
+  fi
+  printf '%-44s %3s conns: %10s req/s, p50 %8s, p99 %8s%s\n' "$1" "$3" \
+    "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" \
+    "$(awk '$1=="99%" {print $2}' <<<"$out")" "${per:+, $per instructions/request}"
+}
+h2_run() { # LABEL URL CONNECTIONS
+  local out
+  out=$(h2load -c"$3" -m1 -D"$secs" -t"$(( $3 < 2 ? 1 : 2 ))" -H 'Host: shop.test' \
+    -H 'User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0' "$2" 2>&1)
+  printf '%-44s %3s conns: %10s req/s, mean %8s\n' "$1" "$3" \
+    "$(awk '/^finished in/ {print $4}' <<<"$out")" "$(awk '/^time for request:/ {print $6}' <<<"$out")"
+}
+nginx_pid=$(cat "$work/nginx-proxy.pid")
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+echo "${secs}s per line; gateway and nginx: $threads worker(s); mix: 80% browsers, 20% crawlers; perf: ${perf_ok:-unavailable}"
+for c in 1 64; do
+  wrk_run "nginx as reverse proxy, HTTP" http://127.0.0.1:18803/ "$c" "$nginx_pid"
+  wrk_run "gateway plain, fast path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"
+  wrk_run "gateway everything on, fast path, HTTP" http://127.0.0.1:18820/ "$c" "${pids[1]}"
+  wrk_run "gateway everything on, pipeline, HTTP" http://127.0.0.1:18840/ "$c" "${pids[2]}"
+  wrk_run "nginx, TLS 1.3, HTTP/1.1" https://127.0.0.1:18813/ "$c"
+  wrk_run "gateway everything on, TLS 1.3, HTTP/1.1" https://127.0.0.1:18830/ "$c"
+  h2_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c"
+  h2_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c"
+done
+curl -s -H 'Authorization: Bearer bench' http://127.0.0.1:18822/status | grep -o '"ledger":{[^}]*}' || true

@@ -2,10 +2,13 @@
 //! `cargo run --release -p rules --example profile -- medium 2000000`.
 //! Sizes `small`, `medium`, `large` are the benchmark's files;
 //! `shop-small`, `shop-medium`, `shop-large` its shop-shaped ones (many
-//! wildcard and `$` rules, 7 to 16 agent lines).
+//! wildcard and `$` rules, 7 to 16 agent lines); `sweep:NAME` a file of
+//! the check-cost sweep (`sweep:shop-14000`).
 
 #[path = "../benches/support/corpus.rs"]
 mod corpus;
+#[path = "../benches/support/family.rs"]
+mod family;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -19,9 +22,20 @@ fn main() {
         "shop-small" => shop(23, 15, 7),
         "shop-medium" => shop(990, 17, 12),
         "shop-large" => shop(15_926, 19, 16),
+        name if name.starts_with("sweep:") => {
+            let (_, knobs) =
+                family::sweep().into_iter().find(|(n, _)| *n == name["sweep:".len()..]).expect("a sweep file");
+            family::robots(&knobs, 41)
+        }
         _ => corpus::robots_txt(1_000, 7),
     };
-    let urls = corpus::urls(&body, 10_000, 11);
+    let urls = match size.strip_prefix("sweep:") {
+        Some(name) => {
+            let (_, knobs) = family::sweep().into_iter().find(|(n, _)| n == name).expect("a sweep file");
+            family::urls(&body, &knobs, 10_000, 43)
+        }
+        None => corpus::urls(&body, 10_000, 11),
+    };
     if std::env::var_os("PARSE").is_some() {
         // FIRST=1 adds each parse's first check, which builds the literal
         // index's trie.

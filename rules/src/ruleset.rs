@@ -597,9 +597,10 @@ mod tests {
     }
 
     #[test]
-    fn many_grams_in_one_path_fall_back_to_every_rule() {
+    fn many_grams_in_one_path_are_each_checked_once() {
         // 100 wildcard rules keyed by three-byte grams; one path holds them
-        // all, more buckets than a check tracks.
+        // all, more buckets than a check tracks in its list (the rest go in
+        // its bitmap).
         let mut body = String::from("User-agent: *\n");
         for i in 0..100 {
             let key = if i % 3 == 0 { "Allow" } else { "Disallow" };

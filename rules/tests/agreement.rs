@@ -166,3 +166,28 @@ fn realworld_corpus_agrees() {
     assert!(files > 1000, "corpus has {files} files");
     eprintln!("{files} files, {checked} checks agree");
 }
+
+#[path = "../benches/support/corpus.rs"]
+#[allow(dead_code)]
+mod corpus;
+#[path = "../benches/support/family.rs"]
+mod family;
+
+/// Every file of the benchmark's sweep (leading wildcards, `*$`, `/*.ext$`,
+/// many grams per path, up to 14,000 rules) agrees with the reference
+/// model on its URLs, for a crawler that falls to `*` and one that is named.
+#[test]
+fn the_benchmark_sweep_agrees() {
+    for (name, knobs) in family::sweep().into_iter().filter(|(_, k)| k.rules <= 5_000) {
+        let body = family::robots(&knobs, 41);
+        let urls = family::urls(&body, &knobs, 400, 43);
+        for agent in ["ExampleCrawler", "Googlebot"] {
+            let robots = rules::Robots::parse(body.as_bytes());
+            for url in &urls {
+                let want = reference::check(body.as_bytes(), agent.as_bytes(), url.as_bytes());
+                let v = robots.check(agent, url);
+                assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{name}, {agent}, {url}");
+            }
+        }
+    }
+}

@@ -34,9 +34,26 @@ const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 const EXTS: &[&str] = &["pdf", "php", "json", "xml", "doc", "zip", "cgi", "asp", "jpg", "css"];
 const PARAMS: &[&str] = &["sort", "sessionid", "ref", "utm_source", "q", "page", "color", "size", "lang", "fbclid"];
 const AGENTS: &[&str] = &[
-    "Googlebot", "Bingbot", "AdsBot-Google", "GPTBot", "CCBot", "ClaudeBot", "Applebot", "YandexBot", "Baiduspider",
-    "DuckDuckBot", "AhrefsBot", "SemrushBot", "MJ12bot", "PetalBot", "Bytespider", "Amazonbot", "PerplexityBot",
-    "DotBot", "Slurp", "Exabot",
+    "Googlebot",
+    "Bingbot",
+    "AdsBot-Google",
+    "GPTBot",
+    "CCBot",
+    "ClaudeBot",
+    "Applebot",
+    "YandexBot",
+    "Baiduspider",
+    "DuckDuckBot",
+    "AhrefsBot",
+    "SemrushBot",
+    "MJ12bot",
+    "PetalBot",
+    "Bytespider",
+    "Amazonbot",
+    "PerplexityBot",
+    "DotBot",
+    "Slurp",
+    "Exabot",
 ];
 
 /// A word from a small vocabulary (so rules share words, as real ones do)

@@ -38,8 +38,8 @@ use crate::bytes::find_any;
 
 use super::{Rule, best_in_bucket, home, mark_ends, precedence, seed};
 
-/// Distinct buckets a check tracks before it falls back to checking every
-/// wildcard rule of the set. The list is zeroed on every check: at 64 that
+/// Distinct buckets a check tracks in a list before it tracks them in a
+/// bitmap of the set's rules. The list is zeroed on every check: at 64 that
 /// cost 4 ns of a 105 ns shop-medium check, and real paths (the 1,613-file
 /// corpus with its URLs) were no slower at 16.
 const SEEN_MAX: usize = 16;
@@ -89,6 +89,9 @@ struct Grams {
     /// The three-byte keys held as four-byte grams (see [`EXPAND_THREES`]);
     /// unused places repeat the first. All zero when they are not.
     threes: [u32; 3],
+    /// Every three-byte key is held as four-byte grams (more than three of
+    /// them): a passing gram's low three bytes are probed whatever they are.
+    all_threes: bool,
     /// The highest priority of the set's wildcard rules.
     max_len: u16,
     seed: u64,
@@ -316,10 +319,16 @@ impl Grams {
         let mut threes: Vec<u32> = keys.iter().copied().filter(|&k| is_three(k)).collect();
         let set_bytes: usize = wild.iter().chain(plain).map(|r| usize::from(r.len)).sum();
         let grown = filter_bits(keys.len() + 255 * threes.len()) - filter_bits(keys.len());
-        if !(1..=3).contains(&threes.len()) || grown / 8 * EXPAND_THREES > set_bytes {
+        // More than three of them are held too, when the set can afford it:
+        // with three-byte keys of many first bytes (`/*abc*`, `/*?q=`, short
+        // words), the pass over the path that tests every width at every
+        // position was the largest part of a check on large shop files.
+        let all_threes = threes.len() > 3 && grown / 8 * EXPAND_THREES <= set_bytes;
+        if !(all_threes || (1..=3).contains(&threes.len())) || grown / 8 * EXPAND_THREES > set_bytes {
             threes.clear();
         }
-        let expanded = |k: u32| threes.contains(&k);
+        threes.sort_unstable();
+        let expanded = |k: u32| threes.binary_search(&k).is_ok();
         if !threes.is_empty() {
             widths = (widths & !(1 << 2)) | (1 << (WIDTH - 1));
         }
@@ -379,9 +388,12 @@ impl Grams {
             short_starts,
             threes: {
                 let mut t = [threes.first().copied().unwrap_or(0); 3];
-                t[..threes.len()].copy_from_slice(&threes);
+                if !all_threes {
+                    t[..threes.len()].copy_from_slice(&threes);
+                }
                 t
             },
+            all_threes,
             max_len,
             seed,
         }
@@ -400,6 +412,7 @@ impl Grams {
             path,
             seen: [0; SEEN_MAX],
             n_seen: 0,
+            more: Vec::new(),
             best,
         };
         // The masks of the narrow widths in use, narrowest first. Near the
@@ -437,19 +450,19 @@ impl Grams {
         // Four-byte keys need four bytes of path: no position near the end
         // can hold one.
         if self.widths & (1 << (WIDTH - 1)) != 0 {
-            let (threes, seed) = (self.threes, self.seed);
+            let (threes, all, seed) = (self.threes, self.all_threes, self.seed);
             let mut from = 0;
             while let Some(p) = self.next_passing(path, from) {
                 let word = u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default());
                 let h = mix(word, seed);
-                if !(scan.probe(word, h) && scan.probe_three(word, threes, seed)) {
+                if !(scan.probe(word, h) && scan.probe_three(word, threes, all, seed)) {
                     return scan.best;
                 }
                 from = p + 1;
             }
             // An expanded three-byte key as the path's last three bytes,
             // which no four-byte gram holds: they are read zero-padded.
-            if threes[0] != 0 && path.len() >= 3 {
+            if (threes[0] != 0 || all) && path.len() >= 3 {
                 let word = key(&path[path.len() - 3..]);
                 if let Some(h) = passes(word) {
                     scan.probe(word, h);
@@ -507,7 +520,8 @@ impl Grams {
                 // Zero-padded near the end, which is how an expanded
                 // three-byte key is found as the last three bytes.
                 if let Some(h) = passes(word & m)
-                    && !(scan.probe(word & m, h) && (m != u32::MAX || scan.probe_three(word, self.threes, self.seed)))
+                    && !(scan.probe(word & m, h)
+                        && (m != u32::MAX || scan.probe_three(word, self.threes, self.all_threes, self.seed)))
                 {
                     return scan.best;
                 }
@@ -541,6 +555,9 @@ struct Scan<'i, 't, 'a> {
     /// Buckets already checked.
     seen: [u32; SEEN_MAX],
     n_seen: usize,
+    /// Past [`SEEN_MAX`] buckets, those checked as a bitmap of the rules
+    /// (empty, and unallocated, until then).
+    more: Vec<u64>,
     best: Option<&'t Rule>,
 }
 
@@ -555,16 +572,27 @@ impl Scan<'_, '_, '_> {
             return true;
         }
         if self.n_seen == SEEN_MAX {
-            // Too many grams present: check every wildcard rule.
-            for rule in self.rules {
-                if self.best.is_none_or(|b| rule.beats(b)) && rule.matches(self.arena, self.path) {
-                    self.best = Some(rule);
+            // Many grams present: the buckets checked go on in a bitmap of
+            // the rules, made now. Checking every wildcard rule instead, as
+            // this once did, made a check's cost grow with the file (a
+            // 14,000-rule file with many leading wildcards, 0.14x a small
+            // file's checks per second); this keeps it to the buckets the
+            // path's grams name, each once.
+            if self.more.is_empty() {
+                self.more = vec![0u64; self.rules.len().div_ceil(64)];
+                for &f in &self.seen {
+                    self.more[f as usize / 64] |= 1 << (f % 64);
                 }
             }
-            return false;
+            let (word, bit) = (first as usize / 64, 1u64 << (first % 64));
+            if self.more[word] & bit != 0 {
+                return true;
+            }
+            self.more[word] |= bit;
+        } else {
+            self.seen[self.n_seen] = first;
+            self.n_seen += 1;
         }
-        self.seen[self.n_seen] = first;
-        self.n_seen += 1;
         self.best = best_in_bucket(&self.rules[first as usize..], self.arena, self.path, true, self.best);
         true
     }
@@ -575,8 +603,11 @@ impl Scan<'_, '_, '_> {
     /// of `threes`, the keys held in the filter as four-byte grams: with
     /// the probe of `word` itself, what the filter's bit stood for.
     #[inline]
-    fn probe_three(&mut self, word: u32, threes: [u32; 3], seed: u64) -> bool {
+    fn probe_three(&mut self, word: u32, threes: [u32; 3], all: bool, seed: u64) -> bool {
         let low = word & LOW3;
+        if all {
+            return self.probe(low, mix(low, seed));
+        }
         threes[0] == 0 || !threes.contains(&low) || self.probe(low, mix(low, seed))
     }
 }
@@ -665,6 +696,47 @@ mod tests {
         // Without the long rules the same key keeps its pass.
         let g = Grams::build(wild, &[], &arena);
         assert_eq!((g.threes[0], g.short_starts), (0, 1));
+    }
+
+    #[test]
+    fn many_three_byte_keys_held_as_grams_are_found_everywhere() {
+        // Six three-byte keys of six first bytes: all held as grams in a
+        // set long enough, and found at the start, in the middle and at
+        // the end of a path.
+        let filler: Vec<String> = (0..1500).map(|i| format!("/filler/{i}/a-literal-long-enough")).collect();
+        let mut patterns = vec!["/*abc*", "/*?q=", "/*xyz$", "/*.js", "/*k9k", "/*-7-", "/*wide-key"];
+        patterns.extend(filler.iter().map(String::as_str));
+        let (arena, all) = rules(&patterns);
+        let (wild, plain) = all.split_at(7);
+        let g = Grams::build(wild, plain, &arena);
+        assert!(g.all_threes, "the set is long enough to hold them all");
+        assert_eq!(g.short_starts, 0, "no pass over the path for first bytes is left");
+        for path in [
+            "abc",
+            "/abc",
+            "/xabcx",
+            "/a?q=1",
+            "?q=",
+            "/fooxyz",
+            "/fooxyz/",
+            "/app.js",
+            "/k9k/",
+            "/x-7-",
+            "/ab",
+            "/a-7",
+            "/ABC",
+            "/wide-key",
+            "/widekey",
+            "/xy",
+        ] {
+            let want = wild
+                .iter()
+                .filter(|r| r.matches(&arena, path.as_bytes()))
+                .fold(None::<&Rule>, |best, r| if best.is_none_or(|b| r.beats(b)) { Some(r) } else { best })
+                .map(|r| r.line());
+            let got = g.decide(&arena, path.as_bytes(), None).map(|r| r.line());
+            assert_eq!(got, want, "{path}");
+        }
     }
 
     #[test]

@@ -2,10 +2,10 @@
 # What the compliance ledger costs the gateway's hot path: the same build of
 # robots-proxy, with `proxy.ledger` off and on (writing to a SQLite file
 # every 10 s), in one run, on the fast path, at 1 and 64 connections, with
-# crawler User-Agents in the mix: 80% browsers, 20% crawlers (Googlebot,
-# bingbot, GPTBot, ClaudeBot, Applebot), over pages some of which the
-# robots.txt disallows. The origin is nginx on loopback. Off and on take
-# turns, ROUNDS times, so drift on the machine falls on both alike.
+# crawler User-Agents in the mix (scripts/mix.lua: 80% browsers, 20%
+# crawlers), over pages some of which the robots.txt disallows. The origin
+# is nginx on loopback. Off and on take turns, ROUNDS times, so drift on
+# the machine falls on both alike.
 # Installs nginx and wrk from Debian if missing.
 #   scripts/bench-ledger.sh [SECONDS=10] [ROUNDS=2]
 # PROXY_BIN runs another build of robots-proxy instead of building.
@@ -78,43 +78,10 @@ for port in 18700 18710; do
   done
 done
 
-# One request in five claims a crawler; paths cycle through allowed and
-# disallowed pages, with query strings, so rows differ by line and class.
-cat > "$work/mix.lua" <<'LUA'
-local agents = {
-  "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0",
-  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
-  "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_1) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Safari/605.1.15",
-  "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148",
-  "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
-  "Mozilla/5.0 (Linux; Android 10) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36",
-  "Mozilla/5.0 (X11; Ubuntu; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0",
-  "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0",
-  "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)",
-  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Edg/131.0 Safari/537.36",
-  "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36",
-  "Mozilla/5.0 (iPad; CPU OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148",
-  "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
-  "Mozilla/5.0 (Macintosh; Intel Mac OS X 14.1; rv:120.0) Gecko/20100101 Firefox/120.0",
-  "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36",
-  "Mozilla/5.0 (Windows NT 11.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
-  "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)",
-  "Mozilla/5.0 (X11; Fedora; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0",
-  "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36",
-  "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/13.1.1 Safari/605.1.15 (Applebot/0.1)",
-}
-local paths = { "/page.html", "/shop/item?id=42", "/cart", "/search?q=shoes", "/private/x", "/shop/list?page=3&sort=price" }
-local n = 0
-request = function()
-  n = n + 1
-  local headers = { ["Host"] = "shop.test", ["User-Agent"] = agents[(n % #agents) + 1] }
-  return wrk.format("GET", paths[(n % #paths) + 1], headers)
-end
-LUA
-
+# The request mix: scripts/mix.lua.
 run() { # LABEL PORT CONNECTIONS
   local out
-  out=$(wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s "$work/mix.lua" "http://127.0.0.1:$2/" )
+  out=$(wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s scripts/mix.lua "http://127.0.0.1:$2/" )
   printf '%-12s %3s conns: %s req/s, p50 %s, p99 %s\n' "$1" "$3" \
     "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" "$(awk '$1=="99%" {print $2}' <<<"$out")"
 }

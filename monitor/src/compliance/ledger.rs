@@ -73,34 +73,15 @@ pub async fn write_file(
     state: &FileState,
     now: i64,
 ) -> Result<bool, StoreError> {
+    // A file seen for the first time is inserted; one seen before is
+    // updated only if its offset is still where this batch began.
     let done = sqlx::query(
         "INSERT INTO log_files (site, file_id, path, read_bytes, lines, judged, not_http, malformed, updated_at) \
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE $10 = 0 \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
          ON CONFLICT (site, file_id) DO UPDATE SET path = excluded.path, \
          read_bytes = excluded.read_bytes, lines = excluded.lines, judged = excluded.judged, \
          not_http = excluded.not_http, malformed = excluded.malformed, updated_at = excluded.updated_at \
          WHERE log_files.read_bytes = $10",
-    )
-    .bind(site)
-    .bind(file_id)
-    .bind(path)
-    .bind(state.read_bytes)
-    .bind(state.lines)
-    .bind(state.judged)
-    .bind(state.not_http)
-    .bind(state.malformed)
-    .bind(now)
-    .bind(from)
-    .execute(&mut *conn)
-    .await
-    .map_err(q("recording a log file's offset"))?;
-    if done.rows_affected() == 1 {
-        return Ok(true);
-    }
-    // Offset `from` > 0 with no row yet cannot be; only an UPDATE is left.
-    let done = sqlx::query(
-        "UPDATE log_files SET path = $3, read_bytes = $4, lines = $5, judged = $6, not_http = $7, malformed = $8, \
-         updated_at = $9 WHERE site = $1 AND file_id = $2 AND read_bytes = $10",
     )
     .bind(site)
     .bind(file_id)

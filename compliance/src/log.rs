@@ -156,7 +156,7 @@ fn combined(line: &[u8]) -> Result<Entry, Skip> {
     // Bytes sent, then (combined) the quoted referrer and User-Agent.
     let after_bytes = rest.trim_start().splitn(3, ' ').nth(2).unwrap_or("").trim_start();
     let user_agent = match quoted(after_bytes) {
-        Some((_referer, more)) => quoted(more.trim_start()).map(|(ua, _)| ua).unwrap_or_default(),
+        Some((_referer, more)) => quoted(more.trim_start()).map(|(ua, _)| ua.into_owned()).unwrap_or_default(),
         None => String::new(),
     };
     let (method, target) = request_line(&request)?;
@@ -164,14 +164,19 @@ fn combined(line: &[u8]) -> Result<Entry, Skip> {
 }
 
 /// A quoted field with nginx's and Apache's escapes (`\"`, `\\`, `\xHH`),
-/// and what follows it.
-fn quoted(s: &str) -> Option<(String, &str)> {
+/// and what follows it. Borrowed when the field holds no escape (almost
+/// every field): a copy per field was a tenth of an import's time.
+fn quoted(s: &str) -> Option<(std::borrow::Cow<'_, str>, &str)> {
     let body = s.strip_prefix('"')?;
-    let mut out = String::new();
-    let mut chars = body.char_indices();
+    let end = body.find(['"', '\\'])?;
+    if body.as_bytes()[end] == b'"' {
+        return Some((std::borrow::Cow::Borrowed(&body[..end]), &body[end + 1..]));
+    }
+    let mut out = String::from(&body[..end]);
+    let mut chars = body[end..].char_indices();
     while let Some((i, c)) = chars.next() {
         match c {
-            '"' => return Some((out, &body[i + 1..])),
+            '"' => return Some((std::borrow::Cow::Owned(out), &body[end + i + 1..])),
             '\\' => match chars.next() {
                 Some((_, 'x')) => {
                     let hex: String = chars.by_ref().take(2).map(|(_, c)| c).collect();
@@ -368,6 +373,17 @@ mod tests {
     use super::*;
 
     const UA: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+    #[test]
+    fn escaped_fields_are_read_and_plain_ones_borrowed() {
+        let line = r#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "GET /a\"b HTTP/1.1" 200 5 "http://x/\"r\"" "Bot \"quoted\" \\ \x41/1.0""#;
+        let e = Format::Combined.read(line.as_bytes()).unwrap();
+        assert_eq!(e.target, b"/a\"b");
+        assert_eq!(e.user_agent, r#"Bot "quoted" \ A/1.0"#);
+        assert!(matches!(quoted(r#""plain" rest"#), Some((std::borrow::Cow::Borrowed("plain"), " rest"))));
+        assert!(quoted(r#""unterminated"#).is_none());
+        assert!(quoted(r#""ends in \"#).is_none());
+    }
 
     #[test]
     fn combined_and_common() {

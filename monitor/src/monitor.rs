@@ -581,6 +581,11 @@ impl Monitor {
                     Ok(_) => {}
                     Err(e) => tracing::error!("pruning fetches: {e}"),
                 }
+                // The ledger too: gateways write to it without importing
+                // anything, so retention cannot wait for an import.
+                if let Err(e) = crate::compliance::ingest::prune(&self).await {
+                    tracing::error!("pruning the compliance ledger: {e:#}");
+                }
             }
             let wait = if more_due {
                 // Finished polls wake the loop; this is only a backstop.

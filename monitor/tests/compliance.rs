@@ -312,6 +312,41 @@ fn two_tails_of_one_log_count_once_on_postgres() {
     two_tails(Db::Postgres);
 }
 
+/// The daemon keeps the ledger within `compliance_retention` though
+/// nothing is imported (gateways write to it directly).
+#[test]
+fn the_daemon_enforces_ledger_retention() {
+    let dir = temp_dir("compliance-retention");
+    let database = fresh_database(Db::Sqlite, &dir).unwrap();
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V1));
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: \"{database}\"\ninterval: 1h\ncompliance_retention: 30days\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n",
+            origin.addr.port()
+        ),
+    );
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    let today = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64 / 86_400;
+    for (crawler, day) in [("Old", today - 40), ("Recent", today - 10)] {
+        scalar(
+            &database,
+            &format!(
+                "INSERT INTO ledger (site, crawler, identity, revision_id, line, status, class, day, requests, stale, \
+                 first_at, last_at, samples, sample_count) VALUES ('shop', '{crawler}', 'verified', 0, 0, 0, 'obeyed', {day}, \
+                 1, 0, 0, 0, '', 0) RETURNING 1"
+            ),
+        );
+    }
+    let _daemon = daemon(&cfg);
+    assert!(
+        eventually(20, || scalar(&database, "SELECT COUNT(*) FROM ledger WHERE crawler = 'Old'") == 0),
+        "the 40-day-old row is pruned"
+    );
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM ledger WHERE crawler = 'Recent'"), 1);
+}
+
 #[test]
 fn a_tailed_log_follows_rotation_on_sqlite() {
     tail(Db::Sqlite);

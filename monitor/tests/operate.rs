@@ -106,7 +106,9 @@ fn prometheus_rules_and_metrics() {
     let _serve = serve(&cfg, addr, None);
     let text = request(addr, "GET", "127.0.0.1", "/metrics", &[]).expect("metrics").text();
     for want in [
-        "robotsgate_monitor_info{version=",
+        "robotsgate_monitor_info{owner=",
+        r#",version=""#,
+        "robotsgate_monitor_leases{owner=",
         r#"robotsgate_monitor_site_state{site="shop",state="ok"} 1"#,
         r#"robotsgate_monitor_site_state{site="down",state="blocked"} 1"#,
         r#"robotsgate_monitor_last_success_age_seconds{site="down"} -1"#,

@@ -7,6 +7,7 @@ pub mod change;
 pub mod channels;
 pub mod compliance;
 pub mod console;
+pub mod counters;
 pub mod digest;
 pub mod excerpt;
 pub mod letter;

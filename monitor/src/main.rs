@@ -181,7 +181,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                 })
             });
+            // The compliance ledger's side of the daemon: tailing logs,
+            // raising violation alerts, retention.
+            let _tails = monitor::compliance::tail::start(&m)?;
+            let upkeep = monitor::compliance::upkeep(&m);
             m.run_until_stopped(shutdown_signal()).await?;
+            upkeep.abort();
             let _ = stop_tx.send(true);
             if let Some(c) = console {
                 let _ = c.await;
@@ -195,6 +200,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             monitor::console::serve(Arc::clone(&m), &listen, shutdown_signal()).await?;
         }
         Command::Once => {
+            // Violations in the ledger become alerts before the delivery.
+            monitor::compliance::alerts::raise(&m).await?;
             for o in m.once().await? {
                 writeln!(
                     stdout,

@@ -8,49 +8,11 @@
 //! so every monitor sharing a database reports the same, and the time
 //! those reads take is the database latency metric.
 
-use std::sync::OnceLock;
-
-use prometheus::{Encoder, Histogram, HistogramOpts, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{Encoder, IntGaugeVec, Opts, Registry};
 use sqlx::Row;
 
+use crate::counters::counters;
 use crate::monitor::{Monitor, now_ms};
-
-/// The process's counters.
-#[derive(Debug)]
-pub struct Counters {
-    registry: Registry,
-    /// Polls by outcome (`rules`, `allow-all`, `disallow-all`, `error`).
-    pub polls: IntCounterVec,
-    /// Delivery attempts by channel and result (`sent`, `failed`).
-    pub deliveries: IntCounterVec,
-    /// Seconds the scrape's database reads took.
-    pub db_seconds: Histogram,
-}
-
-/// The process's counters, made on first use.
-pub fn counters() -> &'static Counters {
-    static C: OnceLock<Counters> = OnceLock::new();
-    C.get_or_init(|| {
-        let registry = Registry::new();
-        let polls = IntCounterVec::new(Opts::new("robotsgate_monitor_polls_total", "Polls by outcome"), &["outcome"])
-            .unwrap_or_else(|e| panic!("{e}"));
-        let deliveries = IntCounterVec::new(
-            Opts::new("robotsgate_monitor_delivery_attempts_total", "Alert delivery attempts by channel and result"),
-            &["channel", "result"],
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let db_seconds = Histogram::with_opts(
-            HistogramOpts::new("robotsgate_monitor_db_seconds", "Database read latency (the scrape's queries)")
-                .buckets(vec![0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0]),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        // Fixed names: registration cannot collide.
-        let _ = registry.register(Box::new(polls.clone()));
-        let _ = registry.register(Box::new(deliveries.clone()));
-        let _ = registry.register(Box::new(db_seconds.clone()));
-        Counters { registry, polls, deliveries, db_seconds }
-    })
-}
 
 fn gauge(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     IntGaugeVec::new(Opts::new(name, help), labels).unwrap_or_else(|e| panic!("metric {name}: {e}"))

@@ -186,7 +186,7 @@ impl Monitor {
         };
         let result = self.poll_claimed(site, row).await;
         let outcome = result.as_ref().map_or("error", |o| o.policy);
-        crate::metrics::counters().polls.with_label_values(&[outcome]).inc();
+        crate::counters::counters().polls.with_label_values(&[outcome]).inc();
         if result.is_err() {
             // Try again after a short pause rather than after a full interval.
             let _ = self.store.release(&site.name, now_ms() + 30_000).await;
@@ -443,10 +443,6 @@ impl Monitor {
     /// how many were sent. Without email configured, alerts stay recorded
     /// (and were logged when queued).
     pub async fn deliver_once(&self) -> Result<usize, StoreError> {
-        // Violations the ledger's writers found since, as alerts first.
-        if let Err(e) = crate::compliance::alerts::raise(self).await {
-            tracing::error!("raising violation alerts: {e:#}");
-        }
         let mut sent = self.deliver_channels().await?;
         if self.config.channels.iter().any(|c| c.digest.is_some()) {
             sent += crate::digest::deliver(&self.store, &self.client, &self.config.channels, now_ms).await?;
@@ -455,13 +451,13 @@ impl Monitor {
         while let Some(alert) = self.store.claim_alert(now_ms(), ALERT_LEASE.as_millis() as i64).await? {
             match mailer.send(&alert).await {
                 Ok(()) => {
-                    crate::metrics::counters().deliveries.with_label_values(&["email", "sent"]).inc();
+                    crate::counters::counters().deliveries.with_label_values(&["email", "sent"]).inc();
                     self.store.alert_sent(alert.id, now_ms()).await?;
                     tracing::info!(site = %alert.site, subject = %alert.subject, "alert sent");
                     sent += 1;
                 }
                 Err(e) => {
-                    crate::metrics::counters().deliveries.with_label_values(&["email", "failed"]).inc();
+                    crate::counters::counters().deliveries.with_label_values(&["email", "failed"]).inc();
                     let backoff = crate::channels::backoff(alert.attempts);
                     self.store.alert_failed(alert.id, &e.to_string(), now_ms() + backoff).await?;
                     // The rest are not tried this round: say why they wait.
@@ -497,7 +493,7 @@ impl Monitor {
                 Err(e) => tracing::warn!(site = %d.site, channel = %d.channel, error = %e, "alert delivery failed"),
             }
             let label = if result.is_ok() { "sent" } else { "failed" };
-            crate::metrics::counters().deliveries.with_label_values(&[&d.channel, label]).inc();
+            crate::counters::counters().deliveries.with_label_values(&[&d.channel, label]).inc();
             if result.is_err() {
                 failed.push(d.channel.clone());
             }
@@ -540,7 +536,6 @@ impl Monitor {
     ) -> anyhow::Result<()> {
         let (changed_tx, mut changed_rx) = mpsc::unbounded_channel::<String>();
         let _watcher = crate::watch::watch(&self.config.sites, changed_tx)?;
-        let _tails = crate::compliance::tail::start(&self)?;
         let by_name: HashMap<String, usize> =
             self.config.sites.iter().enumerate().map(|(i, s)| (s.name.clone(), i)).collect();
         let mut polls: JoinSet<()> = JoinSet::new();
@@ -580,11 +575,6 @@ impl Monitor {
                     Ok(n) if n > 0 => tracing::info!(rows = n, "pruned old fetches"),
                     Ok(_) => {}
                     Err(e) => tracing::error!("pruning fetches: {e}"),
-                }
-                // The ledger too: gateways write to it without importing
-                // anything, so retention cannot wait for an import.
-                if let Err(e) = crate::compliance::ingest::prune(&self).await {
-                    tracing::error!("pruning the compliance ledger: {e:#}");
                 }
             }
             let wait = if more_due {

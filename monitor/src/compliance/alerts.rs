@@ -124,10 +124,7 @@ fn letter_of(m: &Monitor, f: &Found, rule: Option<&str>) -> (String, String, Str
         (None, s) if s > 0 => format!("the robots.txt answer {s}, which disallows everything"),
         _ => "the robots.txt it could hold".to_string(),
     };
-    let date =
-        humantime::format_rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs((f.day * 86_400) as u64))
-            .to_string();
-    let date = date.get(..10).unwrap_or(&date);
+    let date = super::date_of_day(f.day);
     let subject = format!("[robotsgate] {}: {} ({}) ignored robots.txt", f.site, f.crawler, f.identity);
     let first = format!(
         "{} ({}) requested URLs that {} disallows, in the robots.txt it could hold: {} so far on {date} (UTC).",

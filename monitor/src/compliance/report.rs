@@ -172,8 +172,7 @@ pub struct Day {
 pub async fn per_day(m: &Monitor, site: Option<&str>, days: i64) -> anyhow::Result<Vec<Day>> {
     let today = crate::monitor::now_ms().div_euclid(DAY_MS);
     let since = today - days + 1;
-    let mut out: Vec<Day> =
-        (since..=today).map(|d| Day { date: crate::console::date_of(d * DAY_MS), ..Day::default() }).collect();
+    let mut out: Vec<Day> = (since..=today).map(|d| Day { date: super::date_of_day(d), ..Day::default() }).collect();
     let sites: Vec<String> = match site {
         Some(s) => vec![s.to_string()],
         None => m.config().sites.iter().map(|s| s.name.clone()).collect(),

@@ -266,17 +266,17 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
 #[utoipa::path(get, path = "/api/compliance", params(Period),
     responses(
         (status = 200, description = "Every site's totals, and every day's counts", body = Overview),
-        (status = 400, description = "`days` outside 1 to 366", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`days` outside 1 to 366", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn api_overview(State(m): App, Query(p): Query<Period>) -> Response {
     let days = match p.days() {
         Ok(d) => d,
-        Err(why) => return super::api::problem(StatusCode::BAD_REQUEST, why),
+        Err(why) => return super::problem::problem(StatusCode::BAD_REQUEST, why),
     };
     match overview(&m, days).await {
         Ok(o) => Json(o).into_response(),
-        Err(e) => super::api::problem(StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")),
+        Err(e) => super::problem::problem(StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")),
     }
 }
 
@@ -284,17 +284,17 @@ pub async fn api_overview(State(m): App, Query(p): Query<Period>) -> Response {
 #[utoipa::path(get, path = "/api/compliance/{site}", params(("site" = String, Path, description = "The site's name in the config"), Period),
     responses(
         (status = 200, description = "Per crawler: requests, violations, grace, identity answers, its last robots.txt read; and every day's counts", body = SiteCompliance),
-        (status = 400, description = "`days` outside 1 to 366", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such site", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`days` outside 1 to 366", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such site", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn api_site(State(m): App, Path(site): Path<String>, Query(p): Query<Period>) -> Response {
     let days = match p.days() {
         Ok(d) => d,
-        Err(why) => return super::api::problem(StatusCode::BAD_REQUEST, why),
+        Err(why) => return super::problem::problem(StatusCode::BAD_REQUEST, why),
     };
     match site_compliance(&m, &site, days).await {
         Ok(c) => Json(c).into_response(),
-        Err((status, detail)) => super::api::problem(status, detail),
+        Err((status, detail)) => super::problem::problem(status, detail),
     }
 }

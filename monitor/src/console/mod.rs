@@ -15,6 +15,7 @@ pub mod compliance;
 mod form;
 pub mod overview;
 mod pages;
+pub mod problem;
 pub mod revision;
 pub mod tester;
 
@@ -61,10 +62,10 @@ pub fn router(monitor: Arc<Monitor>) -> Router {
         .route("/api/openapi.json", get(api::openapi_json))
         .route("/metrics", get(metrics))
         .route("/static/console.css", get(pages::stylesheet))
-        .fallback(api::not_found)
+        .fallback(problem::not_found)
         // A 1 MiB file, form-encoded, is up to three times as long.
         .layer(DefaultBodyLimit::max(4 * tester::MAX_ROBOTS_BYTES))
-        .layer(axum::middleware::from_fn(api::errors))
+        .layer(axum::middleware::from_fn(problem::errors))
         .layer(axum::middleware::map_response(|mut response: axum::response::Response| async move {
             let headers = response.headers_mut();
             headers.insert(
@@ -104,11 +105,6 @@ pub async fn serve(
 }
 
 pub(crate) use crate::links::encode;
-
-/// The UTC date (`2026-11-25`) of Unix milliseconds.
-pub fn date_of(ms: i64) -> String {
-    when(Some(ms))[..10].to_string()
-}
 
 /// Unix milliseconds as an RFC 3339 time, or "never".
 pub(crate) fn when(ms: Option<i64>) -> String {

@@ -106,13 +106,13 @@ pub async fn sites(State(m): App, Query(filter): Query<Filter>) -> Result<Html<S
         ("page" = Option<i64>, Query, description = "1-based page"),
     ),
     responses(
-        (status = 200, description = "One page of sites", body = super::api::SitesList),
-        (status = 400, description = "A query value of the wrong type", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 200, description = "One page of sites", body = SitesList),
+        (status = 400, description = "A query value of the wrong type", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
-pub async fn api_sites(State(m): App, Query(filter): Query<Filter>) -> Result<Json<super::api::SitesList>, Failure> {
+pub async fn api_sites(State(m): App, Query(filter): Query<Filter>) -> Result<Json<SitesList>, Failure> {
     let (sites, total) = site_lines(&m, &filter).await?;
-    Ok(Json(super::api::SitesList { total, page: filter.page.unwrap_or(1).max(1), page_size: PAGE, sites }))
+    Ok(Json(SitesList { total, page: filter.page.unwrap_or(1).max(1), page_size: PAGE, sites }))
 }
 
 /// One day of the 30-day strip.
@@ -288,8 +288,8 @@ pub async fn site(State(m): App, Path(name): Path<String>) -> Result<Html<String
     params(("name" = String, Path, description = "The site's name in the config")),
     responses(
         (status = 200, description = "The site's 30-day strip, timeline and verdicts", body = SitePage),
-        (status = 404, description = "No such site", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such site", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn api_site(State(m): App, Path(name): Path<String>) -> Result<Json<serde_json::Value>, Failure> {
     let page = site_page(&m, &name).await?;
@@ -524,7 +524,7 @@ async fn api_test(m: &Monitor, input: Input) -> Response {
     };
     match test(m, &input).await {
         Ok(r) => Json(r).into_response(),
-        Err(e) => super::api::problem(StatusCode::UNPROCESSABLE_ENTITY, e),
+        Err(e) => super::problem::problem(StatusCode::UNPROCESSABLE_ENTITY, e),
     }
 }
 
@@ -541,10 +541,10 @@ async fn api_test(m: &Monitor, input: Input) -> Response {
     ),
     responses(
         (status = 200, description = "Every verdict with its group and deciding line, and the lint", body = tester::Report),
-        (status = 400, description = "A field that cannot be read", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such revision", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Input past a limit, or a site or set that does not exist", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 400, description = "A field that cannot be read", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such revision", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Input past a limit, or a site or set that does not exist", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn api_test_get(State(m): App, RawQuery(query): RawQuery) -> Response {
     match Input::from_form(query.unwrap_or_default().as_bytes()) {
@@ -558,12 +558,12 @@ pub async fn api_test_get(State(m): App, RawQuery(query): RawQuery) -> Response 
     request_body(content = Input, description = "What to test; `revision` may be given as `/api/sites/{name}` gives it", content_type = "application/json"),
     responses(
         (status = 200, description = "Every verdict with its group and deciding line, and the lint", body = tester::Report),
-        (status = 400, description = "The body is not JSON", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such revision", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 413, description = "The body is too large", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "JSON of another shape, input past a limit, or a site or set that does not exist", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 400, description = "The body is not JSON", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such revision", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 413, description = "The body is too large", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "JSON of another shape, input past a limit, or a site or set that does not exist", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn api_test_post(State(m): App, Json(input): Json<Input>) -> Response {
     api_test(&m, input).await
@@ -602,9 +602,9 @@ pub async fn revision_by_hash(State(m): App, Path((name, hash)): Path<(String, S
     ),
     responses(
         (status = 200, description = "The revision against the one before: diff, flips, lint", body = super::revision::RevisionPage),
-        (status = 400, description = "The id is not a number", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such site or revision", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a number", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such site or revision", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn api_revision(State(m): App, Path((name, id)): Path<(String, i64)>) -> Result<Response, Failure> {
     Ok(Json(revision_page(&m, &name, id).await?).into_response())
@@ -620,7 +620,7 @@ pub async fn alerts(State(m): App) -> Result<Html<String>, Failure> {
 #[utoipa::path(get, path = "/api/alerts",
     responses(
         (status = 200, description = "The newest 500 alerts, with their delivery state", body = Vec<super::alerts::AlertLine>),
-        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn api_alerts(State(m): App) -> Result<Response, Failure> {
     Ok(Json(super::alerts::list(m.store()).await?).into_response())
@@ -660,11 +660,11 @@ pub async fn retry_alert(
     params(("id" = i64, Path, description = "The alert's id")),
     security(("admin_token" = [])),
     responses(
-        (status = 200, description = "The alert is queued again", body = super::api::Retried),
-        (status = 400, description = "The id is not a number", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 403, description = "No or a wrong admin token", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No undelivered alert with this id", body = super::api::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The history database did not answer", body = super::api::Problem, content_type = "application/problem+json"),
+        (status = 200, description = "The alert is queued again", body = Retried),
+        (status = 400, description = "The id is not a number", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "No or a wrong admin token", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No undelivered alert with this id", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn api_retry_alert(
     State(m): App,
@@ -677,10 +677,32 @@ pub async fn api_retry_alert(
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or_default();
     let notice = retry(&m, id, token).await?;
-    Ok(Json(super::api::Retried { retried: id, notice }).into_response())
+    Ok(Json(Retried { retried: id, notice }).into_response())
 }
 
 /// `GET /static/console.css`.
 pub async fn stylesheet() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../../templates/console.css")).into_response()
+}
+
+/// The sites page as JSON.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SitesList {
+    /// Sites matching the filter, on every page.
+    pub total: i64,
+    /// This page (1-based).
+    pub page: i64,
+    /// Sites per page.
+    pub page_size: i64,
+    /// This page's sites.
+    pub sites: Vec<super::overview::SiteLine>,
+}
+
+/// What a retry did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Retried {
+    /// The alert.
+    pub retried: i64,
+    /// In words.
+    pub notice: String,
 }

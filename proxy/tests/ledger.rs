@@ -443,3 +443,74 @@ fn the_gateway_and_its_access_log_agree_on_the_fast_path() {
 fn the_gateway_and_its_access_log_agree_on_the_pipeline() {
     gateway_and_log_agree(false);
 }
+
+/// A fleet on one PostgreSQL: two gateways counting crawler requests and
+/// two monitor daemons raising violation alerts from the ledger. One of
+/// each is killed with -9 mid-way and started again. Every request is
+/// counted once, and each violation rule raises one alert.
+#[test]
+fn two_gateways_and_two_monitors_on_postgres() {
+    let Some(monitor) = monitor_bin() else { return };
+    let dir = temp_dir("ledger-fleet-four");
+    let Some(database) = fresh_database(Db::Postgres, &dir) else { return };
+    let origin = origin();
+    let a = start(&dir, &database, &origin, true, "200ms");
+    let mut b = start(&dir, &database, &origin, false, "200ms");
+    a.wait_serving(V1);
+    b.wait_serving(V1);
+    // The monitors read the gateways' config, with the site's URL to poll.
+    let gateway_cfg = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("gateway-")))
+        .unwrap();
+    let text = std::fs::read_to_string(gateway_cfg).unwrap().replace(
+        "    proxy:\n      hosts:",
+        &format!("    url: {}\n    proxy:\n      hosts:", origin.url("/robots.txt")),
+    );
+    let monitor_cfg = dir.join("monitor.yaml");
+    std::fs::write(&monitor_cfg, text + "interval: 1h\n").unwrap();
+    let run = || {
+        Proc(
+            std::process::Command::new(&monitor)
+                .args(["--config", monitor_cfg.to_str().unwrap(), "run"])
+                .env("ROBOTSGATE_LOG", "warn")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let _m1 = run();
+    let mut m2 = run();
+    let mut sent = 0;
+    for round in 0..4 {
+        for i in 0..10 {
+            let gate = if i % 2 == 0 { &a } else { &b };
+            gate.get(REAL, GOOGLEBOT, &format!("/nogoogle/{round}/{i}"));
+            sent += 1;
+        }
+        if round == 1 {
+            // After the counts so far are written: kill -9 one of each.
+            a.wait_written();
+            b.wait_written();
+            b.proc.kill();
+            m2.kill();
+            b = start(&dir, &database, &origin, false, "200ms");
+            b.wait_serving(V1);
+            m2 = run();
+        }
+    }
+    a.wait_written();
+    b.wait_written();
+    assert_eq!(count(&database, "crawler = 'Googlebot' AND identity = 'verified' AND class = 'violation'"), sent);
+    // One alert for the one rule and day, whichever monitor raised it.
+    assert!(
+        eventually(60, || scalar(&database, "SELECT COUNT(*) FROM alerts WHERE kind = 'violation'") >= 1),
+        "a violation alert"
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE kind = 'violation'"), 1);
+    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM violation_alerts"), 1);
+}

@@ -242,13 +242,23 @@ pub struct Judge {
     max_rows: usize,
 }
 
+/// A served copy, as the judge knows it.
+#[derive(Debug)]
+struct Known {
+    /// Its stand-in revision: negative, until the database names it.
+    id: i64,
+    served: Arc<Served>,
+    /// What it means to crawlers, made once: its compiled rules are cloned
+    /// here, not at every request judged against it.
+    outcome: Outcome,
+}
+
 /// The judge's memory, owned by its task.
 #[derive(Debug, Default)]
 struct Books {
     sites: HashMap<Arc<str>, Book>,
-    /// A served copy's stand-in revision (negative, until the database
-    /// names it), by site and ETag.
-    copies: HashMap<(Arc<str>, String), (i64, Arc<Served>)>,
+    /// Every served copy seen, by site and ETag.
+    copies: HashMap<(Arc<str>, String), Known>,
     /// Stand-in to stored revision.
     stored: HashMap<i64, i64>,
     next: i64,
@@ -264,16 +274,20 @@ impl Judge {
         match state {
             State::Serve(served) => {
                 let key = (Arc::clone(site), served.etag.clone());
-                let id = match books.copies.get(&key) {
-                    Some((id, _)) => *id,
-                    None => {
-                        books.next -= 1;
-                        books.copies.insert(key, (books.next, Arc::clone(served)));
-                        books.next
-                    }
-                };
-                let policy = Arc::new(Policy::Rules(served.robots.clone()));
-                Some((Seen::File(served.etag.clone()), Outcome { revision: Some(id), status: Some(200), policy }))
+                let next = books.next - 1;
+                let copy = books.copies.entry(key).or_insert_with(|| Known {
+                    id: next,
+                    served: Arc::clone(served),
+                    outcome: Outcome {
+                        revision: Some(next),
+                        status: Some(200),
+                        policy: Arc::new(Policy::Rules(served.robots.clone())),
+                    },
+                });
+                if copy.id == next {
+                    books.next = next;
+                }
+                Some((Seen::File(served.etag.clone()), copy.outcome.clone()))
             }
             State::NoFile(status) => Some((Seen::Status(*status), Outcome::status(*status))),
             // Requests for robots.txt went through to the origin: what it
@@ -291,6 +305,13 @@ impl Judge {
 
     /// Puts `state` on the site's timeline at `at` if it is a change.
     fn saw(&self, books: &mut Books, site: &Arc<str>, state: &State, at: At) {
+        // The common case, the copy served before: nothing to build.
+        if let (State::Serve(served), Some(Seen::File(etag))) =
+            (state, books.sites.get(site).and_then(|b| b.last.as_ref()))
+            && *etag == served.etag
+        {
+            return;
+        }
         let Some((seen, outcome)) = self.outcome(books, site, state) else { return };
         let book = books.sites.entry(Arc::clone(site)).or_default();
         if book.last.as_ref() != Some(&seen) {
@@ -463,11 +484,7 @@ impl Judge {
                 let outcome = if r.revision > 0 {
                     let local = books.stored.iter().find(|(_, s)| **s == r.revision).map(|(l, _)| *l);
                     let known =
-                        local.and_then(|l| books.copies.values().find(|(id, _)| *id == l)).map(|(l, served)| Outcome {
-                            revision: Some(*l),
-                            status: Some(200),
-                            policy: Arc::new(Policy::Rules(served.robots.clone())),
-                        });
+                        local.and_then(|l| books.copies.values().find(|c| c.id == l)).map(|c| c.outcome.clone());
                     match known {
                         Some(o) => o,
                         None => {
@@ -513,8 +530,11 @@ async fn write_books(db: &robotsgate_history::Db, books: &mut Books) -> Result<u
             if books.stored.contains_key(&local) {
                 continue;
             }
-            let Some((_, served)) =
-                books.copies.iter().find(|((s, _), (id, _))| **s == *site && *id == local).map(|(_, v)| v.clone())
+            let Some(served) = books
+                .copies
+                .iter()
+                .find(|((s, _), c)| **s == *site && c.id == local)
+                .map(|(_, c)| Arc::clone(&c.served))
             else {
                 continue;
             };

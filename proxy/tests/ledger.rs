@@ -33,6 +33,8 @@ struct Gate {
     proc: Proc,
     addr: SocketAddr,
     admin: SocketAddr,
+    /// Its config file.
+    cfg: PathBuf,
 }
 
 /// Writes the config of a gateway in `dir` (database `database`) and
@@ -74,7 +76,19 @@ sites:
     let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
     let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
     let proc = spawn_proxy(&cfg, &[addr, admin]);
-    Gate { proc, addr, admin }
+    Gate { proc, addr, admin, cfg }
+}
+
+/// A monitor's config beside `gate`'s: the same site, crawlers and
+/// verification, the site's URL on `origin` to poll, and `database`.
+fn monitor_config(gate: &Gate, origin: &Origin, gateway_db: &str, database: &str) -> PathBuf {
+    let text = std::fs::read_to_string(&gate.cfg).unwrap().replace(gateway_db, database).replace(
+        "    proxy:\n      hosts:",
+        &format!("    url: {}\n    proxy:\n      hosts:", origin.url("/robots.txt")),
+    );
+    let cfg = gate.cfg.with_file_name("monitor.yaml");
+    std::fs::write(&cfg, text + "interval: 1h\n").unwrap();
+    cfg
 }
 
 impl Gate {
@@ -311,7 +325,7 @@ sites:
     std::fs::write(&cfg, yaml).unwrap();
     let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
     let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
-    let gate = Gate { proc: spawn_proxy(&cfg, &[addr, admin]), addr, admin };
+    let gate = Gate { proc: spawn_proxy(&cfg, &[addr, admin]), addr, admin, cfg };
     gate.wait_serving(V1);
     let started = std::time::Instant::now();
     for i in 0..20 {
@@ -371,21 +385,7 @@ fn gateway_and_log_agree(fast_path: bool) {
     gate.wait_serving(V1);
     // The monitor's own database, the same site and crawlers, verification
     // from the same feed; it learns robots.txt by polling the same origin.
-    let monitor_cfg = dir.join("monitor.yaml");
-    let gateway_cfg = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("gateway-")))
-        .unwrap();
-    let text = std::fs::read_to_string(gateway_cfg)
-        .unwrap()
-        .replace(&gateway_db, &dir.join("monitor.db").display().to_string());
-    let text = text.replace(
-        "    proxy:\n      hosts:",
-        &format!("    url: {}\n    proxy:\n      hosts:", origin.url("/robots.txt")),
-    );
-    std::fs::write(&monitor_cfg, text + "interval: 1h\n").unwrap();
+    let monitor_cfg = monitor_config(&gate, &origin, &gateway_db, &dir.join("monitor.db").display().to_string());
     let run = |args: &[&str]| {
         let out = std::process::Command::new(&monitor).arg("--config").arg(&monitor_cfg).args(args).output().unwrap();
         assert!(out.status.success(), "robots-monitor {args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -458,19 +458,8 @@ fn two_gateways_and_two_monitors_on_postgres() {
     let mut b = start(&dir, &database, &origin, false, "200ms");
     a.wait_serving(V1);
     b.wait_serving(V1);
-    // The monitors read the gateways' config, with the site's URL to poll.
-    let gateway_cfg = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("gateway-")))
-        .unwrap();
-    let text = std::fs::read_to_string(gateway_cfg).unwrap().replace(
-        "    proxy:\n      hosts:",
-        &format!("    url: {}\n    proxy:\n      hosts:", origin.url("/robots.txt")),
-    );
-    let monitor_cfg = dir.join("monitor.yaml");
-    std::fs::write(&monitor_cfg, text + "interval: 1h\n").unwrap();
+    // The monitors share the gateways' database.
+    let monitor_cfg = monitor_config(&a, &origin, &database, &database);
     let run = || {
         Proc(
             std::process::Command::new(&monitor)

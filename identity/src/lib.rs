@@ -65,6 +65,19 @@ pub enum Answer {
     Pending,
 }
 
+/// The compliance judgement's reading of an answer, for every importer
+/// and gateway alike.
+impl From<Answer> for robotsgate_compliance::Identity {
+    fn from(a: Answer) -> Self {
+        match a {
+            Answer::Verified => Self::Verified,
+            Answer::Spoofed => Self::Spoofed,
+            Answer::Pending => Self::Pending,
+            Answer::Unverifiable => Self::Unverifiable,
+        }
+    }
+}
+
 impl Answer {
     /// The label logs and metrics use.
     pub fn as_str(self) -> &'static str {

@@ -326,12 +326,8 @@ impl Judge {
             (Some(Answer::Pending), Some(identity), Some(ip)) => Some(identity.verify(crawler, ip, None).await.answer),
             (a, _, _) => a,
         };
-        match answer {
-            None | Some(Answer::Unverifiable) => Judged::Unverifiable,
-            Some(Answer::Verified) => Judged::Verified,
-            Some(Answer::Pending) => Judged::Pending,
-            Some(Answer::Spoofed) => Judged::Spoofed,
-        }
+        // Verification off: the claim is neither confirmed nor refuted.
+        answer.map_or(Judged::Unverifiable, Judged::from)
     }
 
     /// Judges every event the request path left since the last drain.

@@ -83,15 +83,6 @@ async fn verification(m: &Monitor) -> anyhow::Result<Option<robotsgate_identity:
     Ok(Some(identity))
 }
 
-fn answer(a: robotsgate_identity::Answer) -> Identity {
-    match a {
-        robotsgate_identity::Answer::Verified => Identity::Verified,
-        robotsgate_identity::Answer::Spoofed => Identity::Spoofed,
-        robotsgate_identity::Answer::Pending => Identity::Pending,
-        robotsgate_identity::Answer::Unverifiable => Identity::Unverifiable,
-    }
-}
-
 /// The hosts that name `site`: its URL's, and the gateway's `hosts`.
 fn hosts_of(m: &Monitor, site: &str) -> Vec<String> {
     let Some(s) = m.site(site) else { return Vec::new() };
@@ -268,7 +259,7 @@ impl Reader {
             return *a;
         }
         let c = &self.catalogue.crawlers()[crawler];
-        let a = answer(identity.verify(c, ip, None).await.answer);
+        let a = Identity::from(identity.verify(c, ip, None).await.answer);
         if self.verified.len() >= MAX_AGENTS {
             self.verified.clear();
         }

@@ -16,7 +16,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== cargo test"
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Every test's scratch files (databases, logs, served trees) go under one
+# directory that is removed at the end, so repeated runs do not fill /tmp.
+scratch=$(mktemp -d -t robotsgate-tests.XXXXXX)
+trap 'rm -f "$log"; rm -rf "$scratch"' EXIT
+export TMPDIR="$scratch"
 cargo test --workspace --locked 2>&1 | tee "$log"
 # Cargo ends with the (often empty) doc-test run of the last crate; close
 # with the total over every test binary instead.

@@ -43,7 +43,7 @@ pub const ANONYMOUS: &str = "robotsgate-anonymous";
 
 /// A point in the events of one site: Unix milliseconds, then the order
 /// the events were seen in within the same millisecond.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct At {
     /// Unix milliseconds.
     pub ms: i64,

@@ -217,6 +217,8 @@ struct Book {
     timeline: Timeline,
     /// What the timeline's last outcome is, to tell a change.
     last: Option<Seen>,
+    /// When `last` was served from.
+    last_at: At,
     fetches: HashMap<String, Fetch>,
     rows: HashMap<Key, Tally>,
     reads: HashMap<String, Read>,
@@ -304,19 +306,33 @@ impl Judge {
     }
 
     /// Puts `state` on the site's timeline at `at` if it is a change.
+    ///
+    /// Events reach the judge a little after they happened, interleaved
+    /// with its own samples, so `at` may be earlier than the timeline's
+    /// last entry. What an event saw is what was served at its instant:
+    /// if the timeline knows nothing that early, the state goes in at
+    /// `at` even when it is the one last seen. (Without this, a request
+    /// made just after a start, drained after the first sample, found no
+    /// outcome at its instant and was judged obeyed.)
     fn saw(&self, books: &mut Books, site: &Arc<str>, state: &State, at: At) {
+        let book = books.sites.get(site);
+        let covered = book.is_some_and(|b| b.timeline.at(at).is_some());
         // The common case, the copy served before: nothing to build.
-        if let (State::Serve(served), Some(Seen::File(etag))) =
-            (state, books.sites.get(site).and_then(|b| b.last.as_ref()))
+        if let (true, State::Serve(served), Some(Seen::File(etag))) =
+            (covered, state, book.and_then(|b| b.last.as_ref()))
             && *etag == served.etag
         {
             return;
         }
         let Some((seen, outcome)) = self.outcome(books, site, state) else { return };
         let book = books.sites.entry(Arc::clone(site)).or_default();
-        if book.last.as_ref() != Some(&seen) {
+        if book.last.as_ref() != Some(&seen) || !covered {
             book.timeline.push(at, outcome);
-            book.last = Some(seen);
+            // The last state is the latest one on the timeline.
+            if book.last_at <= at {
+                book.last = Some(seen);
+                book.last_at = at;
+            }
         }
     }
 

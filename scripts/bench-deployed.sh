@@ -13,6 +13,13 @@
 # And, where perf can count them on this machine, instructions per request.
 # Installs nginx, wrk and nghttp2-client (h2load) from Debian if missing.
 #   scripts/bench-deployed.sh [SECONDS=10] [THREADS=1]
+#   CALLGRIND=1 scripts/bench-deployed.sh 5   # instructions per request only
+# With CALLGRIND=1 the gateways and nginx (one process, no master) run under
+# valgrind's callgrind, which counts every instruction of the process
+# whatever the machine's counters; the counts are zeroed before each line
+# and dumped after it, and only instructions per request are printed (the
+# rates under valgrind mean nothing). Deterministic: the same build and
+# requests give the same counts within a percent.
 # PROXY_BIN runs another build of robots-proxy instead of building.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +34,8 @@ for port in 18800 18801 18802 18803 18810 18813 18820 18822 18830 18840 18842 18
     exit 1
   fi
 done
-for p in nginx-light wrk nghttp2-client openssl; do
+callgrind=${CALLGRIND:-}
+for p in nginx-light wrk nghttp2-client openssl ${callgrind:+valgrind}; do
   dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
 done
 bin=${PROXY_BIN:-target/release/robots-proxy}
@@ -58,7 +66,10 @@ http {
   server { listen 127.0.0.1:18801; root $work/www; try_files \$uri /page.html; }
 }
 CONF
+# Under callgrind, nginx runs as one process in the foreground, so that
+# valgrind's process is the one that serves.
 cat > "$work/nginx-proxy.conf" <<CONF
+${callgrind:+daemon off; master_process off;}
 worker_processes $threads;
 pid $work/nginx-proxy.pid;
 error_log $work/nginx-proxy-error.log;
@@ -83,7 +94,13 @@ http {
 }
 CONF
 nginx -c "$work/nginx.conf"
-nginx -c "$work/nginx-proxy.conf"
+if [ -n "$callgrind" ]; then
+  valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.nginx.%p" \
+    nginx -c "$work/nginx-proxy.conf" 2> "$work/nginx-valgrind.log" &
+  nginx_vg=$!
+else
+  nginx -c "$work/nginx-proxy.conf"
+fi
 
 gateway() { # NAME PORT TLS-PORT ADMIN FAST EXTRA
   cat <<CONF
@@ -125,12 +142,14 @@ gateway pipeline 18840 18850 18842 false "$all_proxy" "$all_site" > "$work/pipel
 printf '%s\n' "$all_crawlers" >> "$work/pipeline.yaml"
 pids=()
 for g in plain all pipeline; do
-  ROBOTSGATE_LOG=warn "$bin" --config "$work/$g.yaml" > /dev/null 2> "$work/$g.log" &
+  ROBOTSGATE_LOG=warn ${callgrind:+valgrind --tool=callgrind --callgrind-out-file=$work/callgrind.$g.%p} \
+    "$bin" --config "$work/$g.yaml" > /dev/null 2> "$work/$g.log" &
   pids+=($!)
 done
-trap 'kill ${pids[*]} 2>/dev/null || true; for c in nginx nginx-proxy; do nginx -c "$work/$c.conf" -s stop 2>/dev/null || true; done' EXIT
+trap 'kill ${pids[*]} ${nginx_vg:-} 2>/dev/null || true; for c in nginx nginx-proxy; do nginx -c "$work/$c.conf" -s stop 2>/dev/null || true; done' EXIT
 for port in 18800 18820 18840; do
-  for _ in $(seq 1 100); do
+  # Under valgrind a gateway starts tens of times slower.
+  for _ in $(seq 1 "${callgrind:+1000}${callgrind:-100}"); do
     curl -si -H 'Host: shop.test' http://127.0.0.1:$port/robots.txt 2>/dev/null | grep -qi '^x-robots-source: \(origin\|managed\)' && break
     sleep 0.2
   done
@@ -141,6 +160,39 @@ sleep 2   # the feeds
 # spoofed, unverifiable, refused).
 perf_ok=
 perf stat -e instructions -x, -- true 2>&1 | grep -q '^[0-9]' && perf_ok=1
+# LABEL URL CONNECTIONS PID: instructions per request under callgrind.
+callgrind_run() {
+  local out reqs ins
+  callgrind_control -z "$4" > /dev/null 2>&1
+  if [ "${5:-}" = h2 ]; then
+    out=$(h2load -c"$3" -m1 -D"$secs" -t1 -H ':authority: shop.test' "$2" 2>&1)
+    reqs=$(awk '/^requests:/ {print $8}' <<<"$out")
+  else
+    out=$(wrk -t1 -c"$3" -d"${secs}s" -s scripts/mix.lua "$2")
+    reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+  fi
+  rm -f "$work"/callgrind.*."$4".[0-9]*
+  callgrind_control -d "$4" > /dev/null 2>&1
+  sleep 1
+  ins=$(awk '/^(summary|totals):/ && !n++ {print $2}' "$work"/callgrind.*."$4".[0-9]* 2>/dev/null || true)
+  printf '%-44s %3s conns: %8s requests, %8s instructions/request\n' "$1" "$3" "$reqs" \
+    "$( [ -n "$ins" ] && [ "${reqs:-0}" -gt 0 ] && echo $(( ins / reqs )) || echo '?')"
+}
+if [ -n "$callgrind" ]; then
+  sleep 5
+  echo "instructions per request (callgrind; ${secs}s per line, wrk -t1, the request mix)"
+  for c in 1 16; do
+    callgrind_run "nginx as reverse proxy, HTTP" http://127.0.0.1:18803/ "$c" "$nginx_vg"
+    callgrind_run "gateway plain, fast path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"
+    callgrind_run "gateway everything on, fast path, HTTP" http://127.0.0.1:18820/ "$c" "${pids[1]}"
+    callgrind_run "gateway everything on, pipeline, HTTP" http://127.0.0.1:18840/ "$c" "${pids[2]}"
+    callgrind_run "nginx, TLS 1.3, HTTP/1.1" https://127.0.0.1:18813/ "$c" "$nginx_vg"
+    callgrind_run "gateway everything on, TLS 1.3, HTTP/1.1" https://127.0.0.1:18830/ "$c" "${pids[1]}"
+    callgrind_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c" "$nginx_vg" h2
+    callgrind_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c" "${pids[1]}" h2
+  done
+  exit 0
+fi
 # LABEL URL CONNECTIONS [PID to count instructions of]
 wrk_run() {
   local out per=""

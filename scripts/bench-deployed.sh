@@ -26,46 +26,22 @@ cd "$(dirname "$0")/.."
 secs=${1:-10}
 threads=${2:-1}
 source scripts/setup.sh
-# A port in use means a run still going (or left behind): its load would
-# fall on this run's figures.
-for port in 18800 18801 18802 18803 18810 18813 18820 18822 18830 18840 18842 18850; do
-  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
-    echo "port $port is in use: stop what listens there first" >&2
-    exit 1
-  fi
-done
+source scripts/bench-common.sh
+bench_ports_free 18800 18801 18802 18803 18810 18813 18820 18822 18830 18840 18842 18850
 callgrind=${CALLGRIND:-}
-for p in nginx-light wrk nghttp2-client openssl ${callgrind:+valgrind}; do
-  dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
-done
-bin=${PROXY_BIN:-target/release/robots-proxy}
-[ -n "${PROXY_BIN:-}" ] || cargo build --release --locked -p proxy --bin robots-proxy
+bench_install nginx-light wrk nghttp2-client openssl ${callgrind:+valgrind}
+bench_proxy_bin
 
 work=$(mktemp -d /tmp/robots-deployed-bench.XXXXXX)
-mkdir -p "$work/www"
-chmod 755 "$work" "$work/www"
+# The origin, and nginx as the peer: a reverse proxy on plain HTTP and one
+# terminating TLS (HTTP/1.1 and HTTP/2), with the gateway's worker count.
+bench_origin "$work" 18801 'try_files $uri /page.html;'
 printf 'User-agent: *\nDisallow: /cart\nDisallow: /search\n\nUser-agent: Googlebot\nDisallow: /private\n' > "$work/www/robots.txt"
-head -c 2048 /dev/zero | tr '\0' 'x' > "$work/www/page.html"
 printf '{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"127.0.0.1/32"}]}' > "$work/www/googlebot.json"
 printf '{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"10.0.0.0/8"}]}' > "$work/www/gptbot.json"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=shop.test \
   -addext subjectAltName=DNS:shop.test -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 chmod 644 "$work/key.pem" "$work/cert.pem"
-
-# The origin, and nginx as the peer: a reverse proxy on plain HTTP and one
-# terminating TLS (HTTP/1.1 and HTTP/2), with the gateway's worker count.
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  default_type text/plain;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:18801; root $work/www; try_files \$uri /page.html; }
-}
-CONF
 # Under callgrind, nginx runs as one process in the foreground, so that
 # valgrind's process is the one that serves.
 cat > "$work/nginx-proxy.conf" <<CONF

@@ -14,37 +14,16 @@ cd "$(dirname "$0")/.."
 secs=${1:-10}
 rounds=${2:-2}
 source scripts/setup.sh
-# A port in use means a run still going (or left behind): its load would
-# fall on this run's figures.
-for port in 18700 18701 18702 18710 18712; do
-  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
-    echo "port $port is in use: stop what listens there first" >&2
-    exit 1
-  fi
-done
-for p in nginx-light wrk sqlite3; do
-  dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
-done
-bin=${PROXY_BIN:-target/release/robots-proxy}
-[ -n "${PROXY_BIN:-}" ] || cargo build --release --locked -p proxy --bin robots-proxy
+source scripts/bench-common.sh
+bench_ports_free 18700 18701 18702 18710 18712
+bench_install nginx-light wrk sqlite3
+bench_proxy_bin
 
 work=$(mktemp -d /tmp/robots-ledger-bench.XXXXXX)
+bench_origin "$work" 18701 'try_files $uri /page.html;'
 mkdir -p "$work/www/shop"
-chmod -R 755 "$work"   # nginx workers run as www-data
+chmod 755 "$work/www/shop"
 printf 'User-agent: *\nDisallow: /cart\nDisallow: /search\n\nUser-agent: GPTBot\nDisallow: /\n\nUser-agent: Googlebot\nDisallow: /private\n' > "$work/www/robots.txt"
-head -c 2048 /dev/zero | tr '\0' 'x' > "$work/www/page.html"
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  default_type text/plain;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:18701; root $work/www; try_files \$uri /page.html; }
-}
-CONF
 nginx -c "$work/nginx.conf"
 gateway() { # PORT ADMIN LEDGER-LINES
   cat <<CONF

@@ -16,29 +16,13 @@ cd "$(dirname "$0")/.."
 secs=${1:-15}
 conns=${2:-64}
 source scripts/setup.sh
-for p in nginx-light wrk; do
-  dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
-done
-bin=${PROXY_BIN:-target/release/robots-proxy}
-[ -n "${PROXY_BIN:-}" ] || cargo build --release --locked -p proxy --bin robots-proxy
+source scripts/bench-common.sh
+bench_install nginx-light wrk
+bench_proxy_bin
 
 work=$(mktemp -d /tmp/robots-proxy-bench.XXXXXX)
-mkdir -p "$work/www"
-chmod 755 "$work" "$work/www"   # nginx workers run as www-data
+bench_origin "$work" 18601
 printf 'User-agent: *\nDisallow: /admin/\nDisallow: /cart\nAllow: /admin/help\n\nSitemap: https://shop.test/sitemap.xml\n' > "$work/www/robots.txt"
-head -c 2048 /dev/zero | tr '\0' 'x' > "$work/www/page.html"
-cat > "$work/nginx.conf" <<CONF
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  default_type text/plain;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:18601; root $work/www; }
-}
-CONF
 # The peer proxy is a separate nginx, as robots-proxy is a separate process:
 # one nginx worker proxying to itself would skip the wake-ups a real hop costs.
 cat > "$work/nginx-proxy.conf" <<CONF

@@ -1,0 +1,55 @@
+# What the gateway's load benchmarks (bench-proxy, bench-ledger,
+# bench-deployed) share, sourced by each: refusing busy ports, installing
+# what they run, building the gateway, and the nginx origin serving a
+# 2 KB page. Functions only; nothing runs when sourced.
+
+# bench_ports_free PORT...: exits if any is in use. A port in use means a
+# run still going (or left behind): its load would fall on this run's
+# figures.
+bench_ports_free() {
+  local port
+  for port in "$@"; do
+    if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+      echo "port $port is in use: stop what listens there first" >&2
+      exit 1
+    fi
+  done
+}
+
+# bench_install PACKAGE...: installs the Debian packages not yet there.
+bench_install() {
+  local p
+  for p in "$@"; do
+    dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
+  done
+}
+
+# bench_proxy_bin: sets `bin` to the gateway to run: PROXY_BIN if given
+# (another build, for A/B comparisons), else this tree's release build,
+# built now.
+bench_proxy_bin() {
+  bin=${PROXY_BIN:-target/release/robots-proxy}
+  [ -n "${PROXY_BIN:-}" ] || cargo build --release --locked -p proxy --bin robots-proxy
+}
+
+# bench_origin WORK PORT [EXTRA]: writes WORK/nginx.conf, one nginx worker
+# serving WORK/www on PORT without an access log (EXTRA goes in its server
+# block), and a 2 KB WORK/www/page.html. nginx workers run as www-data, so
+# WORK is made readable.
+bench_origin() {
+  mkdir -p "$1/www"
+  chmod -R 755 "$1"
+  head -c 2048 /dev/zero | tr '\0' 'x' > "$1/www/page.html"
+  cat > "$1/nginx.conf" <<CONF
+worker_processes 1;
+pid $1/nginx.pid;
+error_log $1/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  default_type text/plain;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$2; root $1/www; ${3:-} }
+}
+CONF
+}

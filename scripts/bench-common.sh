@@ -53,3 +53,32 @@ http {
 }
 CONF
 }
+
+# bench_proxy_location: nginx's `location /` for the peer reverse proxy,
+# to the upstream `origin` with keep-alive (HTTP/1.1, no Connection
+# header) and the client's Host, as the gateway forwards.
+bench_proxy_location() {
+  cat <<'CONF'
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+    }
+CONF
+}
+
+# bench_wait_store TRIES PORT...: waits, up to TRIES times 0.2 s a port,
+# until each gateway serves /robots.txt from its store rather than passing
+# it through, so that no line measures a gateway still starting.
+bench_wait_store() {
+  local tries=$1 port
+  shift
+  for port in "$@"; do
+    for _ in $(seq 1 "$tries"); do
+      curl -si -H 'Host: shop.test' "http://127.0.0.1:$port/robots.txt" 2>/dev/null |
+        grep -qi '^x-robots-source: \(origin\|managed\)' && break
+      sleep 0.2
+    done
+  done
+}

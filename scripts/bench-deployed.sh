@@ -60,12 +60,7 @@ http {
     ssl_certificate $work/cert.pem;
     ssl_certificate_key $work/key.pem;
     ssl_protocols TLSv1.3;
-    location / {
-      proxy_pass http://origin;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host \$host;
-    }
+$(bench_proxy_location)
   }
 }
 CONF
@@ -123,13 +118,8 @@ for g in plain all pipeline; do
   pids+=($!)
 done
 trap 'kill ${pids[*]} ${nginx_vg:-} 2>/dev/null || true; for c in nginx nginx-proxy; do nginx -c "$work/$c.conf" -s stop 2>/dev/null || true; done' EXIT
-for port in 18800 18820 18840; do
-  # Under valgrind a gateway starts tens of times slower.
-  for _ in $(seq 1 "${callgrind:+1000}${callgrind:-100}"); do
-    curl -si -H 'Host: shop.test' http://127.0.0.1:$port/robots.txt 2>/dev/null | grep -qi '^x-robots-source: \(origin\|managed\)' && break
-    sleep 0.2
-  done
-done
+# Under valgrind a gateway starts tens of times slower.
+bench_wait_store "${callgrind:+1000}${callgrind:-100}" 18800 18820 18840
 sleep 2   # the feeds
 
 # The request mix (scripts/mix.lua): 80% browsers, 20% crawlers (verified,

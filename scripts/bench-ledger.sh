@@ -50,12 +50,7 @@ off=$!
 ROBOTSGATE_LOG=warn "$bin" --config "$work/on.yaml" > /dev/null 2> "$work/on.log" &
 on=$!
 trap 'kill $off $on 2>/dev/null || true; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true' EXIT
-for port in 18700 18710; do
-  for _ in $(seq 1 100); do
-    curl -si -H 'Host: shop.test' http://127.0.0.1:$port/robots.txt 2>/dev/null | grep -qi '^x-robots-source: origin' && break
-    sleep 0.2
-  done
-done
+bench_wait_store 100 18700 18710
 
 # The request mix: scripts/mix.lua.
 run() { # LABEL PORT CONNECTIONS

@@ -36,12 +36,7 @@ http {
   upstream origin { server 127.0.0.1:18601; keepalive 64; }
   server {
     listen 127.0.0.1:18603;
-    location / {
-      proxy_pass http://origin;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host \$host;
-    }
+$(bench_proxy_location)
   }
 }
 CONF
@@ -72,11 +67,8 @@ ROBOTSGATE_LOG=warn "${pin[@]}" "$bin" --config "$work/config-pipeline.yaml" > /
 pipeline=$!
 trap 'kill $proxy $pipeline 2>/dev/null || true; for c in nginx nginx-proxy; do nginx -c "$work/$c.conf" -s stop 2>/dev/null || true; done' EXIT
 # Wait until robots.txt comes from the store, not passed through.
+bench_wait_store 100 18600 18604
 for port in 18600 18604; do
-  for _ in $(seq 1 100); do
-    curl -si -H 'Host: shop.test' http://127.0.0.1:$port/robots.txt 2>/dev/null | grep -qi '^x-robots-source: origin' && break
-    sleep 0.2
-  done
   curl -si -H 'Host: shop.test' http://127.0.0.1:$port/robots.txt | grep -i '^x-robots-source'
 done
 

@@ -81,17 +81,22 @@ pub fn robots_txt(rules: usize, seed: u64) -> String {
     out
 }
 
+/// The patterns of every Allow and Disallow line of a generated file.
+pub fn patterns(robots: &str) -> Vec<&str> {
+    robots
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .filter(|(k, _)| *k == "Allow" || *k == "Disallow")
+        .map(|(_, v)| v)
+        .collect()
+}
+
 /// `count` URLs at the edges of the rules in `robots`: each rule's literal
 /// exactly, extended, cut short by one byte, with a query, with its `*`
 /// filled in, with the case changed, and some paths that match nothing.
 pub fn urls(robots: &str, count: usize, seed: u64) -> Vec<String> {
     let mut rng = Rng::new(seed);
-    let patterns: Vec<&str> = robots
-        .lines()
-        .filter_map(|l| l.split_once(": "))
-        .filter(|(k, _)| *k == "Allow" || *k == "Disallow")
-        .map(|(_, v)| v)
-        .collect();
+    let patterns = patterns(robots);
     let mut out = Vec::with_capacity(count);
     while out.len() < count {
         let p = patterns[rng.below(patterns.len())];

@@ -5,7 +5,7 @@
 //! how long their literals are, how many agent groups precede `*`, and
 //! what the URLs look like (mixed case, query strings).
 
-use super::corpus::Rng;
+use super::corpus::{Rng, patterns};
 
 /// One family member's knobs.
 #[derive(Clone, Copy, Debug)]
@@ -131,12 +131,7 @@ pub fn robots(k: &Knobs, seed: u64) -> String {
 /// the same words; the knobs' share with a query, and with upper case.
 pub fn urls(robots: &str, k: &Knobs, count: usize, seed: u64) -> Vec<String> {
     let mut rng = Rng::new(seed);
-    let patterns: Vec<&str> = robots
-        .lines()
-        .filter_map(|l| l.split_once(": "))
-        .filter(|(key, _)| *key == "Allow" || *key == "Disallow")
-        .map(|(_, v)| v)
-        .collect();
+    let patterns = patterns(robots);
     let mut out = Vec::with_capacity(count);
     while out.len() < count {
         let mut path = if rng.below(2) == 0 {

@@ -137,16 +137,21 @@ callgrind_run() {
     out=$(wrk -t1 -c"$3" -d"${secs}s" -s scripts/mix.lua "$2")
     reqs=$(awk '/requests in/ {print $1}' <<<"$out")
   fi
-  rm -f "$work"/callgrind.*."$4".[0-9]*
   callgrind_control -d "$4" > /dev/null 2>&1
   sleep 1
-  ins=$(awk '/^(summary|totals):/ && !n++ {print $2}' "$work"/callgrind.*."$4".[0-9]* 2>/dev/null || true)
+  # The newest dump is this line's; each is kept for callgrind_annotate
+  # (with PROXY_BIN=target/profiling/robots-proxy, which has symbols).
+  local dump
+  dump=$(ls -t "$work"/callgrind.*."$4".[0-9]* 2>/dev/null | head -1)
+  ins=$(awk '/^(summary|totals):/ && !n++ {print $2}' "$dump" 2>/dev/null || true)
+  [ -z "$dump" ] || ln -sf "$dump" "$work/dump-$(printf '%s-c%s' "$1" "$3" | tr -c 'a-zA-Z0-9' - | tr -s -)"
   printf '%-44s %3s conns: %8s requests, %8s instructions/request\n' "$1" "$3" "$reqs" \
     "$( [ -n "$ins" ] && [ "${reqs:-0}" -gt 0 ] && echo $(( ins / reqs )) || echo '?')"
 }
 if [ -n "$callgrind" ]; then
   sleep 5
   echo "instructions per request (callgrind; ${secs}s per line, wrk -t1, the request mix)"
+  echo "dumps: $work"
   for c in 1 16; do
     callgrind_run "nginx as reverse proxy, HTTP" http://127.0.0.1:18803/ "$c" "$nginx_vg"
     callgrind_run "gateway plain, fast path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"

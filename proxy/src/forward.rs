@@ -10,6 +10,7 @@
 //! instructions on this machine, nginx as a reverse proxy 21,800; the hop's
 //! added latency is what the gateway is judged on (docs/BENCHMARKS.md).
 
+use std::io::Write as _;
 use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -45,6 +46,17 @@ const MAX_RESPONSE_HEAD: usize = 64 * 1024;
 const MAX_FIELDS: usize = 128;
 /// Read buffer per connection and direction.
 const CHUNK: usize = 16 * 1024;
+
+/// A connection's buffers for the origin's answers, kept from one request
+/// to the next so that relaying a response allocates nothing.
+#[derive(Debug, Default)]
+struct Reply {
+    /// What the origin sent that is not relayed yet.
+    from_origin: BytesMut,
+    /// The response head for the client, then the body bytes that go out
+    /// with it.
+    head: Vec<u8>,
+}
 
 /// The listener's application: the fast path, with Pingora's pipeline behind it.
 pub struct Front {
@@ -213,7 +225,7 @@ impl Front {
     async fn serve(&self, mut client: Stream, shutdown: &ShutdownWatch) {
         let mut watch = shutdown.clone();
         let mut buf = BytesMut::with_capacity(CHUNK);
-        let mut from_origin = BytesMut::new();
+        let mut reply = Reply::default();
         let mut first = true;
         // One timer per connection, pushed forward as each wait begins: a
         // new timer per request made the runtime wake itself through its
@@ -320,7 +332,7 @@ impl Front {
                         limit: self.gateway.origin_timeout,
                         client_limit: self.gateway.client_timeout,
                     };
-                    self.relay(&mut client, &mut buf, &mut from_origin, &mut wait, f).await
+                    self.relay(&mut client, &mut buf, &mut reply, &mut wait, f).await
                 }
             };
             if !keep {
@@ -562,12 +574,12 @@ impl Front {
         &self,
         client: &mut Stream,
         buf: &mut BytesMut,
-        from_origin: &mut BytesMut,
+        reply: &mut Reply,
         wait: &mut Wait<'_>,
         mut f: Forward,
     ) -> bool {
         let request = std::mem::take(&mut f.head);
-        let (status, keep) = match self.exchange(client, buf, from_origin, wait, &f, request).await {
+        let (status, keep) = match self.exchange(client, buf, reply, wait, &f, request).await {
             Ok((status, keep)) => (status, keep && !f.close),
             Err(Failure::Origin(status, why)) => {
                 tracing::warn!(site = %f.site.name, error = %why, "origin failed");
@@ -597,11 +609,12 @@ impl Front {
         &self,
         client: &mut Stream,
         buf: &mut BytesMut,
-        from_origin: &mut BytesMut,
+        reply: &mut Reply,
         wait: &mut Wait<'_>,
         f: &Forward,
         mut request: Vec<u8>,
     ) -> Result<(u16, bool), Failure> {
+        let Reply { from_origin, head } = reply;
         let addr = f.site.origin.addr().await.map_err(|e| Failure::Origin(502, e))?;
         // The body bytes already read go out with the head.
         let early = buf.len().min(usize::try_from(f.body).unwrap_or(usize::MAX));
@@ -661,18 +674,17 @@ impl Front {
             let interim = (100..200).contains(&status);
             let close = !interim && (f.close || matches!(response.body, Body::UntilClose));
             let usage = if interim { None } else { f.site.content_usage.as_deref() };
-            let head = response.head(&resp, close, usage);
+            response.head(&resp, close, usage, head);
             from_origin.advance(len);
             if interim {
                 // Interim responses (103 Early Hints) go on; the final one follows.
-                client.write_all(&head).await.map_err(|_| Failure::Broken)?;
+                client.write_all(head).await.map_err(|_| Failure::Broken)?;
                 client.flush().await.map_err(|_| Failure::Broken)?;
                 sent_interim = true;
                 continue;
             }
-            client.write_all(&head).await.map_err(|_| Failure::Broken)?;
             let origin_keeps = response.keep_alive;
-            let clean = relay_body(&mut origin, client, from_origin, wait, response.body).await?;
+            let clean = relay_body(&mut origin, client, head, from_origin, wait, response.body).await?;
             if origin_keeps && clean {
                 f.site.upstream.put(addr, origin);
             }
@@ -742,12 +754,18 @@ fn origin_error(addr: std::net::SocketAddr, e: &std::io::Error) -> Failure {
     Failure::Origin(status, format!("{addr}: {e}"))
 }
 
-/// Relays the response body; `from_origin` holds the bytes already read
-/// past the head. Returns whether the origin connection ended cleanly at
-/// the body's end (and may be reused).
+/// Relays the response: `head`, then the body; `from_origin` holds the
+/// bytes already read past the head. Returns whether the origin connection
+/// ended cleanly at the body's end (and may be reused).
+///
+/// The head and the body bytes already read go out in one write: over TLS
+/// each write is a record of its own, and OpenSSL's per-record work was
+/// paid twice for most pages (callgrind: 59,600 instructions a TLS
+/// request before, 52,200 after; docs/BENCHMARKS.md).
 async fn relay_body(
     origin: &mut TcpStream,
     client: &mut Stream,
+    head: &mut Vec<u8>,
     from_origin: &mut BytesMut,
     wait: &mut Wait<'_>,
     mut body: Body,
@@ -756,10 +774,11 @@ async fn relay_body(
     let mut surplus = false;
     if !done && !from_origin.is_empty() {
         let (n, end) = body.take(from_origin).map_err(|_| Failure::Broken)?;
-        client.write_all(&from_origin[..n]).await.map_err(|_| Failure::Broken)?;
+        head.extend_from_slice(&from_origin[..n]);
         from_origin.advance(n);
         done = end;
     }
+    client.write_all(head).await.map_err(|_| Failure::Broken)?;
     surplus |= !from_origin.is_empty();
     client.flush().await.map_err(|_| Failure::Broken)?;
     while !done {
@@ -835,12 +854,13 @@ impl Response {
         Ok(Response { body, length, keep_alive, listed, coded: coding.is_some() })
     }
 
-    /// The head relayed to the client: HTTP/1.1, connection fields dropped.
-    /// The head relayed to the client; `usage` is the site's AI policy's
-    /// `Content-Usage`, added unless the origin sent its own.
-    fn head(&self, resp: &httparse::Response<'_, '_>, close: bool, usage: Option<&str>) -> Vec<u8> {
-        let mut out = Vec::with_capacity(512);
-        out.extend_from_slice(format!("HTTP/1.1 {} ", resp.code.unwrap_or(0)).as_bytes());
+    /// The head relayed to the client: HTTP/1.1, connection fields dropped;
+    /// `usage` is the site's AI policy's `Content-Usage`, added unless the
+    /// origin sent its own. Written over `out`, whose allocation a
+    /// connection keeps from one response to the next.
+    fn head(&self, resp: &httparse::Response<'_, '_>, close: bool, usage: Option<&str>, out: &mut Vec<u8>) {
+        out.clear();
+        let _ = write!(out, "HTTP/1.1 {} ", resp.code.unwrap_or(0));
         out.extend_from_slice(resp.reason.unwrap_or("").as_bytes());
         out.extend_from_slice(b"\r\n");
         for f in resp.headers.iter() {
@@ -852,22 +872,21 @@ impl Response {
                 || (self.listed.iter().any(|l| l.eq_ignore_ascii_case(f.name))
                     && !f.name.eq_ignore_ascii_case("transfer-encoding"));
             if !dropped {
-                push_field(&mut out, f.name, f.value);
+                push_field(out, f.name, f.value);
             }
         }
         if let Some(n) = self.length.filter(|_| !self.coded) {
-            push_field(&mut out, "Content-Length", n.to_string().as_bytes());
+            push_field(out, "Content-Length", n.to_string().as_bytes());
         }
         if let Some(usage) = usage
             && !resp.headers.iter().any(|f| f.name.eq_ignore_ascii_case("content-usage"))
         {
-            push_field(&mut out, "Content-Usage", usage.as_bytes());
+            push_field(out, "Content-Usage", usage.as_bytes());
         }
         if close {
             out.extend_from_slice(b"Connection: close\r\n");
         }
         out.extend_from_slice(b"\r\n");
-        out
     }
 }
 

@@ -50,6 +50,43 @@ pub(crate) fn find_any<const N: usize>(bytes: &[u8], from: usize, set: [u8; N]) 
     (m != 0).then(|| i + m.trailing_zeros() as usize)
 }
 
+/// The first position at or after `from` where `pair` starts, sixteen
+/// positions a step: two bytes rule out all but about one position in a
+/// thousand of a path, where one byte (`memchr`) leaves one in thirty to
+/// be compared, so a wildcard rule's segment is found in one pass of
+/// compares.
+#[inline]
+pub(crate) fn find_pair(bytes: &[u8], from: usize, pair: [u8; 2]) -> Option<usize> {
+    let len = bytes.len();
+    let mut i = from;
+    // A step reads the sixteen bytes at `i` and the sixteen at `i + 1`.
+    while i + 17 <= len {
+        let a: &[u8; 16] = bytes[i..i + 16].try_into().expect("16 bytes");
+        let b: &[u8; 16] = bytes[i + 1..i + 17].try_into().expect("16 bytes");
+        let m = mask16(a, &[pair[0]]) & mask16(b, &[pair[1]]);
+        if m != 0 {
+            return Some(i + m.trailing_zeros() as usize);
+        }
+        i += 16;
+    }
+    if i + 2 > len {
+        return None;
+    }
+    if len >= 17 {
+        // Fewer than seventeen bytes left: the last step's window, without
+        // the positions already looked at. (A copy into a padded buffer
+        // is a `memcpy` call of a variable length: a sixth of a small
+        // file's mispredicted branches.)
+        let at = len - 17;
+        let a: &[u8; 16] = bytes[at..at + 16].try_into().expect("16 bytes");
+        let b: &[u8; 16] = bytes[at + 1..].try_into().expect("16 bytes");
+        let m = (mask16(a, &[pair[0]]) & mask16(b, &[pair[1]])) >> (i - at);
+        return (m != 0).then(|| i + m.trailing_zeros() as usize);
+    }
+    // A path shorter than seventeen bytes: one byte at a time.
+    bytes[i..].windows(2).position(|w| w == pair).map(|p| i + p)
+}
+
 /// Bit `i` is set where `chunk[i]` is a byte of `set`.
 #[cfg(target_arch = "x86_64")]
 #[inline]
@@ -115,6 +152,31 @@ mod tests {
                 let want = a.iter().zip(b).take_while(|(x, y)| x == y).count();
                 assert_eq!(common_prefix(a, b), want, "{a:?} {b:?}");
                 assert_eq!(has_prefix(a, b), a.starts_with(b), "{a:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn find_pair_agrees_with_a_window_search() {
+        // Every length up to 40 (past two steps), every start, the pair at
+        // every place, alone, doubled, overlapping itself, cut at the end,
+        // and pairs with NUL, which pads a short input.
+        for len in 0..=40 {
+            for pair in [*b"ab", *b"aa", [b'a', 0], [0, b'a'], [0, 0], [0xFF, b'b']] {
+                for at in 0..=len {
+                    for fill in [b'x', b'a', 0, b'b'] {
+                        let mut bytes = vec![fill; len];
+                        for (k, &p) in pair.iter().enumerate() {
+                            if at + k < len {
+                                bytes[at + k] = p;
+                            }
+                        }
+                        for from in 0..=len {
+                            let want = bytes.windows(2).skip(from).position(|w| w == pair).map(|p| from + p);
+                            assert_eq!(find_pair(&bytes, from, pair), want, "{bytes:?} {pair:?} from {from}");
+                        }
+                    }
+                }
             }
         }
     }

@@ -14,6 +14,8 @@
 
 use memchr::memmem;
 
+use crate::bytes::{find_any, find_pair, has_prefix};
+
 /// How a pattern must be matched once its leading literal is known to be a
 /// prefix of the path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +24,10 @@ pub(crate) enum Shape {
     Prefix,
     /// The literal, then a final `$`: the path must be exactly the literal.
     Exact,
+    /// The literal, one `*`, then one literal segment, perhaps anchored
+    /// by a final `$` (`/*?sessionid=`, `/*.pdf$`): the most common
+    /// wildcard rule, matched by one search without splitting the pattern.
+    Segment,
     /// A `*` follows the literal and more must be checked.
     Wild,
 }
@@ -45,7 +51,13 @@ pub(crate) fn classify_at(pattern: &[u8], star: Option<usize>) -> (usize, Shape)
             // the anchor adds nothing but priority.
             let tail = &pattern[star..];
             let tail = tail.strip_suffix(b"$").unwrap_or(tail);
-            if tail.iter().all(|b| *b == b'*') { (star, Shape::Prefix) } else { (star, Shape::Wild) }
+            if tail.iter().all(|b| *b == b'*') {
+                (star, Shape::Prefix)
+            } else if tail[1..].contains(&b'*') {
+                (star, Shape::Wild)
+            } else {
+                (star, Shape::Segment)
+            }
         }
     }
 }
@@ -57,6 +69,10 @@ pub(crate) fn matches_after_literal(path: &[u8], pattern: &[u8], lit: usize, sha
     match shape {
         Shape::Prefix => true,
         Shape::Exact => path.len() == lit,
+        Shape::Segment => match pattern[lit + 1..].split_last() {
+            Some((b'$', segment)) => path.len() - lit >= segment.len() && path.ends_with(segment),
+            _ => find(&path[lit..], &pattern[lit + 1..]).is_some(),
+        },
         Shape::Wild => wild(path, lit, &pattern[lit..]),
     }
 }
@@ -103,20 +119,29 @@ fn wild(path: &[u8], mut pos: usize, rest: &[u8]) -> bool {
     }
 }
 
+/// Paths up to this long are searched by `memchr` on the needle's first
+/// byte, whatever the needle's length.
+const SHORT_HAY: usize = 256;
+
 /// Finds `needle` in `hay`. Short needles (the usual `.php`, `?sort=`)
-/// go through `memchr` on their first byte, which costs nothing to set up
-/// and at most `needle.len()` ≤ 4 comparisons per position; longer ones use
-/// `memmem`, which is linear.
+/// and short paths go through `memchr` on the needle's first byte, which
+/// costs nothing to set up; a long needle in a long path uses `memmem`,
+/// which is linear. `memmem::find` builds its searcher on every call: on a
+/// small file, where a check is a few `/*?fbclid=`-like rules matched in
+/// full, that was half of a check. Below [`SHORT_HAY`] bytes, the
+/// quadratic worst case of the first-byte search is bounded by a constant.
 #[inline]
 pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     let Some((&first, rest)) = needle.split_first() else { return Some(0) };
-    if needle.len() > 4 {
+    if needle.len() > 4 && hay.len() > SHORT_HAY {
         return memmem::find(hay, needle);
     }
+    // Inlined, sixteen positions a step: paths are a few dozen bytes, and
+    // `memchr` and `memcmp` calls cost more than the search itself.
+    let Some((&second, rest)) = rest.split_first() else { return find_any(hay, 0, [first]) };
     let mut from = 0;
-    while let Some(i) = memchr::memchr(first, &hay[from..]) {
-        let at = from + i;
-        if hay[at + 1..].starts_with(rest) {
+    while let Some(at) = find_pair(hay, from, [first, second]) {
+        if has_prefix(&hay[at + 2..], rest) {
             return Some(at);
         }
         from = at + 1;
@@ -146,12 +171,17 @@ mod tests {
         assert_eq!(classify(b"/a/b$"), (4, Shape::Exact));
         assert_eq!(classify(b"/a$b"), (4, Shape::Prefix));
         assert_eq!(classify(b"/a$$"), (3, Shape::Exact));
-        assert_eq!(classify(b"/a*b"), (2, Shape::Wild));
+        assert_eq!(classify(b"/a*b"), (2, Shape::Segment));
+        assert_eq!(classify(b"/*.pdf$"), (1, Shape::Segment));
+        assert_eq!(classify(b"/*a$b"), (1, Shape::Segment));
+        assert_eq!(classify(b"/**a"), (1, Shape::Wild));
+        assert_eq!(classify(b"/*a*b"), (1, Shape::Wild));
+        assert_eq!(classify(b"/*a*"), (1, Shape::Wild));
         assert_eq!(classify(b"*"), (0, Shape::Prefix));
         assert_eq!(classify(b""), (0, Shape::Prefix));
         assert_eq!(classify(b"/*$"), (1, Shape::Prefix));
         assert_eq!(classify(b"/a**$"), (2, Shape::Prefix));
-        assert_eq!(classify(b"/a*b$"), (2, Shape::Wild));
+        assert_eq!(classify(b"/a*b$"), (2, Shape::Segment));
     }
 
     #[test]

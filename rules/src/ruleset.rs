@@ -100,7 +100,8 @@ impl Rule {
         match (self.line_flags >> SHAPE_SHIFT) & 3 {
             0 => Shape::Prefix,
             1 => Shape::Exact,
-            _ => Shape::Wild,
+            2 => Shape::Wild,
+            _ => Shape::Segment,
         }
     }
     fn set_shape(&mut self, lit: usize, shape: Shape) {
@@ -109,6 +110,7 @@ impl Rule {
             Shape::Prefix => 0,
             Shape::Exact => 1,
             Shape::Wild => 2,
+            Shape::Segment => 3,
         };
         self.line_flags = (self.line_flags & !(3 << SHAPE_SHIFT)) | (bits << SHAPE_SHIFT);
     }
@@ -130,7 +132,7 @@ impl Rule {
     /// Shop files hold hundreds of rules like `/products/*/print` under
     /// one literal: bucketed by that literal, a check would try them all.
     fn is_gram_keyed(&self, arena: &[u8]) -> bool {
-        if self.shape() != Shape::Wild {
+        if !matches!(self.shape(), Shape::Wild | Shape::Segment) {
             return false;
         }
         if self.lit <= 1 {

@@ -114,8 +114,11 @@ fn exact_seed(seed: u64) -> u64 {
 /// Up to four bytes as a key: little-endian, zero above the gram.
 #[inline]
 fn key(bytes: &[u8]) -> u32 {
-    if let Ok(w) = <[u8; WIDTH]>::try_from(bytes) {
-        return u32::from_le_bytes(w);
+    // The first four of any longer slice too: a scan reads the gram at a
+    // position as the rest of the path, and a byte loop there cost three
+    // mispredicted branches a check.
+    if let Some(w) = bytes.first_chunk::<WIDTH>() {
+        return u32::from_le_bytes(*w);
     }
     let mut k = 0u32;
     for (i, &b) in bytes.iter().take(WIDTH).enumerate() {
@@ -506,7 +509,10 @@ impl Grams {
             // An expanded three-byte key as the path's last three bytes,
             // which no four-byte gram holds: they are read zero-padded.
             if (threes[0] != 0 || all) && path.len() >= 3 {
-                let word = key(&path[path.len() - 3..]);
+                let word = match path.len().checked_sub(WIDTH) {
+                    Some(at) => u32::from_le_bytes(path[at..].try_into().unwrap_or_default()) >> 8,
+                    None => key(path),
+                };
                 if let Some(h) = passes(word) {
                     scan.probe(word, h);
                 }

@@ -11,6 +11,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use corpus::cycle;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 #[path = "support/corpus.rs"]
@@ -80,14 +81,6 @@ fn shaped_check(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-fn cycle<'a>(items: &'a [String], i: &mut usize) -> &'a str {
-    *i += 1;
-    if *i == items.len() {
-        *i = 0;
-    }
-    &items[*i]
 }
 
 fn check(c: &mut Criterion) {

@@ -9,6 +9,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use corpus::cycle;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 #[path = "support/corpus.rs"]
@@ -18,11 +19,6 @@ mod corpus;
 mod family;
 
 const AGENT: &str = "ExampleCrawler";
-
-fn cycle<'a>(items: &'a [String], i: &mut usize) -> &'a str {
-    *i = (*i + 1) % items.len();
-    &items[*i]
-}
 
 fn sweep(c: &mut Criterion) {
     let mut group = c.benchmark_group("sweep");

@@ -61,8 +61,9 @@ fn main() {
     let robots = rules::Robots::parse(body.as_bytes());
     let start = std::time::Instant::now();
     let mut allowed = 0usize;
-    for i in 0..n {
-        allowed += usize::from(robots.is_allowed("ExampleCrawler", &urls[i % urls.len()]));
+    let mut i = 0;
+    for _ in 0..n {
+        allowed += usize::from(robots.is_allowed("ExampleCrawler", corpus::cycle(&urls, &mut i)));
     }
     let secs = start.elapsed().as_secs_f64();
     println!(

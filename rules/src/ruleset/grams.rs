@@ -794,6 +794,50 @@ mod tests {
     }
 
     #[test]
+    fn keys_are_found_with_filters_from_sparse_to_full() {
+        // One key to thousands from a small alphabet (so the filter goes
+        // from nearly empty to nearly full), with and without three-byte
+        // keys held as grams (then the exact filter picks the lookups),
+        // and paths of every length up to 70: the index must decide as
+        // trying every rule does.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let filler: Vec<String> = (0..2000).map(|i| format!("/filler/{i}/a-literal-long-enough")).collect();
+        for (n_keys, threes) in [(1, false), (5, false), (40, true), (400, false), (400, true), (3000, false)] {
+            let mut patterns: Vec<String> = (0..n_keys)
+                .map(|i| {
+                    let r = next();
+                    let width = if threes && i % 3 == 0 { 3 } else { 4 + i % 3 };
+                    let word: String = (0..width).map(|k| (b'a' + ((r >> (8 * k)) % 6) as u8) as char).collect();
+                    format!("/*{word}{}", ["", "$", "*z"][i % 3])
+                })
+                .collect();
+            let n_wild = patterns.len();
+            patterns.extend(filler.iter().cloned());
+            let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            let (arena, all) = rules(&refs);
+            let (wild, plain) = all.split_at(n_wild);
+            let g = Grams::build(wild, plain, &arena);
+            if threes && n_keys < 100 {
+                assert!(!g.exact.is_empty(), "{n_keys} keys: three-byte keys held as grams");
+            }
+            for len in 0..70 {
+                for _ in 0..12 {
+                    let r = next();
+                    let path: String =
+                        (0..len).map(|i| (b'a' + (r.rotate_left(i as u32 * 3) % 7) as u8) as char).collect();
+                    agrees_with_every_rule(&g, wild, &arena, &format!("/{path}"));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn keys_avoid_grams_the_literal_rules_hold() {
         // Every window of `/shoes/q7/` is held by this one wildcard rule
         // alone, so among wildcard rules they tie, and the first wins. The

@@ -80,6 +80,8 @@ fn agrees_on(body: &[u8], agent: &str, urls: &[String]) -> Result<(), TestCaseEr
         let v = robots.check(agent, url);
         let want = reference::check(body, agent.as_bytes(), url.as_bytes());
         prop_assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{}\n{}", String::from_utf8_lossy(body), url);
+        // The yes-or-no path, which skips the verdict's lookups.
+        prop_assert_eq!(robots.is_allowed(agent, url), want.0, "is_allowed {}", url);
     }
     Ok(())
 }
@@ -159,6 +161,7 @@ fn realworld_corpus_agrees() {
                 let v = robots.check(agent, url);
                 let want = reference::check(&body, agent.as_bytes(), url.as_bytes());
                 assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{:?} {agent} {url}", entry.path());
+                assert_eq!(robots.is_allowed(agent, url), want.0, "is_allowed {:?} {agent} {url}", entry.path());
                 checked += 1;
             }
         }
@@ -187,6 +190,7 @@ fn the_benchmark_sweep_agrees() {
                 let want = reference::check(body.as_bytes(), agent.as_bytes(), url.as_bytes());
                 let v = robots.check(agent, url);
                 assert_eq!((v.allowed, v.rule.map_or(0, |r| r.line)), want, "{name}, {agent}, {url}");
+                assert_eq!(robots.is_allowed(agent, url), want.0, "is_allowed {name}, {agent}, {url}");
             }
         }
     }

@@ -52,11 +52,13 @@ const MANY: u8 = u8::MAX;
 /// grams each begins, so that the four-byte pass finds them, and the pass
 /// that tests every width at every position is not needed (on shop files
 /// of 600 to 2,500 rules, a third of a check). It does when its patterns
-/// are at least this many times as long as the filter grows. Expanded
-/// grams get half the filter bits of a key (a false pass costs a test of
-/// [`Grams::exact`], not a lookup), so a set of 600 rules compiles to
-/// 1.8 times its file rather than 2.05 for 4% of its speed.
-const EXPAND_THREES: usize = 1;
+/// are at least this many times as long as the filter grows, so that
+/// files stay within twice their size compiled (at once as long, a file
+/// of 600 rules with many `/*abc*` rules compiled to 2.2 times its size).
+/// Expanded grams get half the filter bits of a key (a false pass costs a
+/// test of [`Grams::exact`], not a lookup): at full bits, the shop files
+/// of 600 to 5,000 rules could not afford it.
+const EXPAND_THREES: usize = 2;
 /// The keys' worth of filter bits the 255 grams of an expanded key take.
 const EXPANDED_WEIGHT: usize = 255 / 2;
 /// The low three bytes of a gram.

@@ -51,16 +51,15 @@ const MANY: u8 = u8::MAX;
 /// A set may hold its three-byte keys in the filter as the 255 four-byte
 /// grams each begins, so that the four-byte pass finds them, and the pass
 /// that tests every width at every position is not needed (on shop files
-/// of 600 to 2,500 rules, a third of a check). It does when its patterns
-/// are at least this many times as long as the filter grows, so that
-/// files stay within twice their size compiled (at once as long, a file
-/// of 600 rules with many `/*abc*` rules compiled to 2.2 times its size).
-/// Expanded grams get half the filter bits of a key (a false pass costs a
-/// test of [`Grams::exact`], not a lookup): at full bits, the shop files
-/// of 600 to 5,000 rules could not afford it.
-const EXPAND_THREES: usize = 2;
-/// The keys' worth of filter bits the 255 grams of an expanded key take.
-const EXPANDED_WEIGHT: usize = 255 / 2;
+/// of 600 to 2,500 rules, a third of a check). Expanded grams get fewer
+/// filter bits than a key (a false pass costs a test of [`Grams::exact`],
+/// not a lookup): half a key's, if the filter grows by at most half as
+/// many bytes as the set's patterns hold, else a quarter, if it grows by
+/// at most as many. That keeps files within twice their size compiled:
+/// at half a key's bits whatever the growth, a file of 600 rules with many
+/// `/*abc*` rules compiled to 2.2 times its size, and at a quarter's
+/// everywhere, shop files lost 5-10% of their speed.
+const EXPANDED_WEIGHTS: [(usize, usize); 2] = [(255 / 2, 2), (255 / 4, 1)];
 /// The low three bytes of a gram.
 const LOW3: u32 = 0xFF_FFFF;
 /// At most about this many of a set's literal rules are counted when keys
@@ -92,7 +91,7 @@ struct Grams {
     /// How many of `short_firsts` are in use; [`MANY`] when there are more,
     /// and every position is tested at every width.
     short_starts: u8,
-    /// The three-byte keys held as four-byte grams (see [`EXPAND_THREES`]);
+    /// The three-byte keys held as four-byte grams (see [`EXPANDED_WEIGHTS`]);
     /// unused places repeat the first. All zero when they are not.
     threes: [u32; 3],
     /// Every three-byte key is held as four-byte grams (more than three of
@@ -342,13 +341,18 @@ impl Grams {
         let is_three = |k: u32| k >> 24 == 0 && k >> 16 != 0;
         let mut threes: Vec<u32> = keys.iter().copied().filter(|&k| is_three(k)).collect();
         let set_bytes: usize = wild.iter().chain(plain).map(|r| usize::from(r.len)).sum();
-        let grown = filter_bits(keys.len() + EXPANDED_WEIGHT * threes.len()) - filter_bits(keys.len());
+        // The weight of an expanded key in the filter, if the set can
+        // afford one (see `EXPANDED_WEIGHTS`).
+        let weight = EXPANDED_WEIGHTS.into_iter().find_map(|(weight, times)| {
+            let grown = filter_bits(keys.len() + weight * threes.len()) - filter_bits(keys.len());
+            (grown / 8 * times <= set_bytes).then_some(weight)
+        });
         // More than three of them are held too, when the set can afford it:
         // with three-byte keys of many first bytes (`/*abc*`, `/*?q=`, short
         // words), the pass over the path that tests every width at every
         // position was the largest part of a check on large shop files.
-        let all_threes = threes.len() > 3 && grown / 8 * EXPAND_THREES <= set_bytes;
-        if !(all_threes || (1..=3).contains(&threes.len())) || grown / 8 * EXPAND_THREES > set_bytes {
+        let all_threes = threes.len() > 3 && weight.is_some();
+        if !(all_threes || (1..=3).contains(&threes.len())) || weight.is_none() {
             threes.clear();
         }
         threes.sort_unstable();
@@ -379,7 +383,7 @@ impl Grams {
 
         let n_slots = keys.len() * 2 + 1;
         let mut table = vec![(0u32, EMPTY); n_slots];
-        let filter_bits = filter_bits(keys.len() + EXPANDED_WEIGHT * threes.len());
+        let filter_bits = filter_bits(keys.len() + weight.unwrap_or(0) * threes.len());
         let mut filter = vec![0u64; filter_bits / 64];
         let filter_shift = 64 - filter_bits.trailing_zeros();
         let mut hold = |k: u32| {

@@ -25,8 +25,9 @@ pub(crate) enum Shape {
     /// The literal, then a final `$`: the path must be exactly the literal.
     Exact,
     /// The literal, one `*`, then one literal segment, perhaps anchored
-    /// by a final `$` (`/*?sessionid=`, `/*.pdf$`): the most common
-    /// wildcard rule, matched by one search without splitting the pattern.
+    /// by a final `$`, perhaps followed by `*`s, which say nothing
+    /// (`/*?sessionid=`, `/*.pdf$`, `/*print*`): the most common wildcard
+    /// rules, matched by one search without splitting the pattern.
     Segment,
     /// A `*` follows the literal and more must be checked.
     Wild,
@@ -53,7 +54,7 @@ pub(crate) fn classify_at(pattern: &[u8], star: Option<usize>) -> (usize, Shape)
             let tail = tail.strip_suffix(b"$").unwrap_or(tail);
             if tail.iter().all(|b| *b == b'*') {
                 (star, Shape::Prefix)
-            } else if tail[1..].contains(&b'*') {
+            } else if trim_stars(&tail[1..]).contains(&b'*') {
                 (star, Shape::Wild)
             } else {
                 (star, Shape::Segment)
@@ -69,12 +70,31 @@ pub(crate) fn matches_after_literal(path: &[u8], pattern: &[u8], lit: usize, sha
     match shape {
         Shape::Prefix => true,
         Shape::Exact => path.len() == lit,
-        Shape::Segment => match pattern[lit + 1..].split_last() {
-            Some((b'$', segment)) => path.len() - lit >= segment.len() && path.ends_with(segment),
-            _ => find(&path[lit..], &pattern[lit + 1..]).is_some(),
-        },
+        Shape::Segment => {
+            let rest = &pattern[lit + 1..];
+            let (body, anchored) = match rest.split_last() {
+                Some((b'$', body)) => (body, true),
+                _ => (rest, false),
+            };
+            let segment = trim_stars(body);
+            // After a `*`, a `$` anchors nothing.
+            if anchored && segment.len() == body.len() {
+                path.len() - lit >= segment.len() && path.ends_with(segment)
+            } else {
+                find(&path[lit..], segment).is_some()
+            }
+        }
         Shape::Wild => wild(path, lit, &pattern[lit..]),
     }
+}
+
+/// `bytes` without the `*`s it ends with.
+#[inline]
+fn trim_stars(mut bytes: &[u8]) -> &[u8] {
+    while let [rest @ .., b'*'] = bytes {
+        bytes = rest;
+    }
+    bytes
 }
 
 /// Whether `pattern` (already normalised) matches `path`, as Google's
@@ -176,7 +196,10 @@ mod tests {
         assert_eq!(classify(b"/*a$b"), (1, Shape::Segment));
         assert_eq!(classify(b"/**a"), (1, Shape::Wild));
         assert_eq!(classify(b"/*a*b"), (1, Shape::Wild));
-        assert_eq!(classify(b"/*a*"), (1, Shape::Wild));
+        assert_eq!(classify(b"/*a*"), (1, Shape::Segment));
+        assert_eq!(classify(b"/*a**$"), (1, Shape::Segment));
+        assert_eq!(classify(b"/x*a*$"), (2, Shape::Segment));
+        assert_eq!(classify(b"/*a*b*"), (1, Shape::Wild));
         assert_eq!(classify(b"*"), (0, Shape::Prefix));
         assert_eq!(classify(b""), (0, Shape::Prefix));
         assert_eq!(classify(b"/*$"), (1, Shape::Prefix));
@@ -199,6 +222,10 @@ mod tests {
             ("/aXbXb", "/a*b$"),
             ("/ab", "/a*b*$"),
             ("/abab", "/*ab*ab$"),
+            ("/xaby", "/*ab*"),
+            ("/xab", "/*ab**"),
+            ("/xab/", "/*ab*$"),
+            ("/x.pdf", "/*.pdf$"),
         ];
         let no = [
             ("/Fish.asp", "/fish"),
@@ -210,6 +237,9 @@ mod tests {
             ("/a", "$"),
             ("/abc", "/ab$"),
             ("/", "x"),
+            ("/xa", "/*ab*"),
+            ("/x.pdfs", "/*.pdf$"),
+            ("/.pd", "/*.pdf*$"),
         ];
         for (path, pat) in yes {
             assert!(matches(path.as_bytes(), pat.as_bytes()), "{pat} should match {path}");

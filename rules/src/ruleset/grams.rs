@@ -538,8 +538,15 @@ impl Grams {
     /// the stack at every position.
     #[inline]
     fn next_passing(&self, path: &[u8], mut p: usize) -> Option<usize> {
-        let test = self.filter_test(&self.filter);
-        let passes = |g: u32| test(g).is_some();
+        // The word of a bit is always in the filter, whose length is a
+        // power of two: masking the index says so to the compiler, which
+        // then drops the bounds check of every position (3-5% of a check).
+        let (filter, seed, shift) = (&*self.filter, self.seed, self.filter_shift);
+        let last = filter.len().checked_sub(1)?;
+        let passes = |g: u32| {
+            let bit = mix(g, seed) >> shift;
+            (filter[(bit / 64) as usize & last] >> (bit % 64)) & 1 != 0
+        };
         // One eight-byte load holds the grams of five positions: built
         // from single bytes, a gram cost more than its hash.
         while p + 8 <= path.len() {

@@ -139,6 +139,15 @@ fn filter_bits(keys: usize) -> usize {
     (keys * 64).next_power_of_two().clamp(64, 1 << 20)
 }
 
+/// Whether bit `bit` of `filter` is set. A filter is a power of two words
+/// long, and a bit is always within it: masking the word's index by the
+/// length says so to the compiler, which then drops a bounds check at
+/// every position of a scan (3-4% of a check on middle-sized files).
+#[inline]
+fn has_bit(filter: &[u64], bit: u64) -> bool {
+    (filter[(bit / 64) as usize & (filter.len() - 1)] >> (bit % 64)) & 1 != 0
+}
+
 /// A gram's hash: its product with the set's odd random multiplier, whose
 /// top bits are a universal hash (multiply-shift). The filter takes its
 /// bit and the table its slot from them; one instruction a position fewer
@@ -495,10 +504,7 @@ impl Grams {
             let (threes, all, seed) = (self.threes, self.all_threes, self.seed);
             let expanded = !self.exact.is_empty();
             let (exact, exact_shift, seed2) = (&self.exact, self.exact_shift, exact_seed(seed));
-            let is_key = |k: u32| {
-                let bit = mix(k, seed2) >> exact_shift;
-                (exact[(bit / 64) as usize] >> (bit % 64)) & 1 != 0
-            };
+            let is_key = |k: u32| has_bit(exact, mix(k, seed2) >> exact_shift);
             let mut from = 0;
             while let Some(p) = self.next_passing(path, from) {
                 let word = u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default());
@@ -538,15 +544,8 @@ impl Grams {
     /// the stack at every position.
     #[inline]
     fn next_passing(&self, path: &[u8], mut p: usize) -> Option<usize> {
-        // The word of a bit is always in the filter, whose length is a
-        // power of two: masking the index says so to the compiler, which
-        // then drops the bounds check of every position (3-5% of a check).
         let (filter, seed, shift) = (&*self.filter, self.seed, self.filter_shift);
-        let last = filter.len().checked_sub(1)?;
-        let passes = |g: u32| {
-            let bit = mix(g, seed) >> shift;
-            (filter[(bit / 64) as usize & last] >> (bit % 64)) & 1 != 0
-        };
+        let passes = |g: u32| has_bit(filter, mix(g, seed) >> shift);
         // One eight-byte load holds the grams of five positions: built
         // from single bytes, a gram cost more than its hash.
         while p + 8 <= path.len() {
@@ -605,8 +604,7 @@ impl Grams {
         let (seed, filter_shift) = (self.seed, self.filter_shift);
         move |k: u32| {
             let h = mix(k, seed);
-            let bit = h >> filter_shift;
-            ((filter[(bit / 64) as usize] >> (bit % 64)) & 1 != 0).then_some(h)
+            has_bit(filter, h >> filter_shift).then_some(h)
         }
     }
 }

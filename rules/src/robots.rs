@@ -245,9 +245,15 @@ impl<'r> Agent<'r> {
     /// no does not need (a sixth of a small file's check).
     #[inline]
     pub fn allows_path(&self, path: &[u8]) -> bool {
-        let Some(set_index) = self.set else { return true };
+        self.deciding_rule(path).is_none_or(|rule| rule.is_allow())
+    }
+
+    /// The rule of this crawler's group that decides `path`, if it has a
+    /// group and a rule with a non-empty pattern matches.
+    #[inline]
+    fn deciding_rule(&self, path: &[u8]) -> Option<&'r Rule> {
         let c = self.robots.compiled();
-        self.robots.set(set_index).decide(&c.tables, &c.arena, path).is_none_or(|rule| rule.is_allow())
+        self.robots.set(self.set?).decide(&c.tables, &c.arena, path)
     }
 
     /// The verdict for `url`.
@@ -266,13 +272,11 @@ impl<'r> Agent<'r> {
     /// The verdict for a path already extracted with
     /// [`crate::target::path_of`] (path, params and query).
     pub fn check_path(&self, path: &[u8]) -> Verdict<'r> {
-        let Some(set_index) = self.set else {
+        if self.set.is_none() {
             return Verdict { allowed: true, group: None, rule: None, reason: None };
-        };
-        let c = self.robots.compiled();
-        let set = self.robots.set(set_index);
+        }
         let group = self.group();
-        match set.decide(&c.tables, &c.arena, path) {
+        match self.deciding_rule(path) {
             None => Verdict { allowed: true, group, rule: None, reason: None },
             Some(rule) => {
                 Verdict { allowed: rule.is_allow(), group, rule: Some(self.robots.rule_ref(rule)), reason: None }

@@ -242,7 +242,7 @@ impl<'r> Agent<'r> {
 
     /// [`Agent::check_path`]'s verdict alone: without the group and the
     /// deciding rule's written form, which a verdict looks up and a yes or
-    /// no does not need (a sixth of a small file's check).
+    /// no does not need (5% of a small file's check, 63 to 60 ns).
     #[inline]
     pub fn allows_path(&self, path: &[u8]) -> bool {
         self.deciding_rule(path).is_none_or(|rule| rule.is_allow())

@@ -111,16 +111,15 @@ fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
 /// A file's identity: the SHA-256 of its first complete line; `None`
 /// while it has none.
 pub(crate) fn file_id(path: &Path) -> anyhow::Result<Option<String>> {
-    let mut reader = open(path)?;
+    Ok(first_line(&mut open(path)?, path)?.map(|first| robotsgate_history::body_hash(&first)))
+}
+
+/// The first complete line `reader` holds (of at most 64 KiB), which it
+/// has then read past; `None` while there is none.
+fn first_line(reader: &mut dyn BufRead, path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
     let mut first = Vec::new();
-    (&mut reader)
-        .take(64 * 1024)
-        .read_until(b'\n', &mut first)
-        .with_context(|| format!("reading {}", path.display()))?;
-    if !first.ends_with(b"\n") {
-        return Ok(None);
-    }
-    Ok(Some(robotsgate_history::body_hash(&first)))
+    reader.take(64 * 1024).read_until(b'\n', &mut first).with_context(|| format!("reading {}", path.display()))?;
+    Ok(first.ends_with(b"\n").then_some(first))
 }
 
 /// What a crawler's robots.txt fetch got, read from its log line: a 200
@@ -277,13 +276,19 @@ impl Reader {
     ) -> anyhow::Result<FileReport> {
         let shown = path.display().to_string();
         let mut report = FileReport { path: shown.clone(), ..FileReport::default() };
-        let Some(id) = file_id(path)? else { return Ok(report) };
+        // The identity and the lines come from one opening of the file.
+        // Opened twice, a file truncated and written again in between
+        // (copytruncate) had its new lines read against the old file's
+        // offset: some counted twice, some never.
+        let mut input = open(path)?;
+        let Some(first) = first_line(&mut input, path)? else { return Ok(report) };
+        let id = robotsgate_history::body_hash(&first);
         report.file_id = id.clone();
         let mut state = ledger::file_state(m.store(), site, &id).await?;
         // Where this batch began: the commit counts it only if no other
         // import moved the file's offset meanwhile.
         let mut from = state.read_bytes;
-        let mut input = open(path)?;
+        let mut first = Some(first);
         // Keyed by the crawler's index while reading (no string to hash or
         // copy a line); the catalogue's token replaces it on commit.
         let (mut rows, mut reads): (HashMap<(usize, Key), Tally>, HashMap<String, Fetched>) = Default::default();
@@ -292,7 +297,13 @@ impl Reader {
         let mut line = Vec::with_capacity(1024);
         loop {
             line.clear();
-            let n = input.read_until(b'\n', &mut line).with_context(|| format!("reading {shown}"))?;
+            let n = match first.take() {
+                Some(first) => {
+                    line.extend_from_slice(&first);
+                    first.len()
+                }
+                None => input.read_until(b'\n', &mut line).with_context(|| format!("reading {shown}"))?,
+            };
             if n == 0 || !line.ends_with(b"\n") {
                 break;
             }

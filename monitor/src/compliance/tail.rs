@@ -107,18 +107,22 @@ impl Tail {
         if now.is_some() {
             paths.push(self.path.clone());
         }
-        self.importer.files(m, &paths).await?;
+        let reports = self.importer.files(m, &paths).await?;
         if rotated {
             self.held = None;
         }
+        // The live file's identity as the import read it. Taken again after
+        // the read, it could be that of a file truncated and written anew
+        // meanwhile (copytruncate), and the next step would not see the
+        // rotation: the copy's last lines were never read.
+        let id = now.as_ref().and_then(|_| reports.last()).map(|r| r.file_id.clone()).filter(|id| !id.is_empty());
         match (&mut self.held, now) {
             (Some(held), Some(meta)) => {
                 held.len = meta.len();
-                held.id = super::ingest::file_id(&self.path).ok().flatten();
+                held.id = id;
             }
             (None, Some(meta)) => {
                 if let Ok(file) = std::fs::File::open(&self.path) {
-                    let id = super::ingest::file_id(&self.path).ok().flatten();
                     self.held = Some(Held { file, inode: meta.ino(), len: meta.len(), id });
                 }
             }

@@ -14,6 +14,7 @@
 # Installs nginx, wrk and nghttp2-client (h2load) from Debian if missing.
 #   scripts/bench-deployed.sh [SECONDS=10] [THREADS=1]
 #   CALLGRIND=1 scripts/bench-deployed.sh 5   # instructions per request only
+#   CONNS=64 scripts/bench-deployed.sh        # only the 64-connection lines
 # With CALLGRIND=1 the gateways and nginx (one process, no master) run under
 # valgrind's callgrind, which counts every instruction of the process
 # whatever the machine's counters; the counts are zeroed before each line
@@ -124,8 +125,14 @@ sleep 2   # the feeds
 
 # The request mix (scripts/mix.lua): 80% browsers, 20% crawlers (verified,
 # spoofed, unverifiable, refused).
+# What perf can count here: instructions where the machine has counters;
+# CPU time, syscalls and context switches (software events and a
+# tracepoint) nearly everywhere. Each is divided by the line's requests.
 perf_ok=
 perf stat -e instructions -x, -- true 2>&1 | grep -q '^[0-9]' && perf_ok=1
+perf_events=${perf_ok:+instructions,}task-clock,context-switches
+perf stat -e raw_syscalls:sys_enter -x, -- true 2>&1 | grep -q '^[0-9]' && perf_events+=,raw_syscalls:sys_enter
+perf stat -e "$perf_events" -x, -- true > /dev/null 2>&1 || perf_events=
 # LABEL URL CONNECTIONS PID: instructions per request under callgrind.
 callgrind_run() {
   local out reqs ins
@@ -167,21 +174,25 @@ fi
 # LABEL URL CONNECTIONS [PID to count instructions of]
 wrk_run() {
   local out per=""
-  if [ -n "$perf_ok" ] && [ -n "${4:-}" ]; then
-    perf stat -e instructions -x, -p "$4" -o "$work/perf.txt" -- sleep "$secs" &
+  if [ -n "$perf_events" ] && [ -n "${4:-}" ]; then
+    perf stat -e "$perf_events" -x, -p "$4" -o "$work/perf.txt" -- sleep "$secs" &
     local perf_pid=$!
   fi
   out=$(wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s scripts/mix.lua "$2")
   if [ -n "${perf_pid:-}" ]; then
     wait "$perf_pid" || true
-    local ins reqs
-    ins=$(grep instructions "$work/perf.txt" | cut -d, -f1)
+    local reqs
     reqs=$(awk '/requests in/ {print $1}' <<<"$out")
-    [ -n "$ins" ] && [ -n "$reqs" ] && per=$(( ins / reqs ))
+    # CSV: value,unit,event,...; task-clock is in milliseconds.
+    [ -n "$reqs" ] && per=$(awk -F, -v r="$reqs" '
+      $3 == "instructions" { printf " %d instr", $1 / r }
+      $3 == "task-clock" { printf " %.1fus CPU", $1 * 1000 / r }
+      $3 == "raw_syscalls:sys_enter" { printf " %.2f syscalls", $1 / r }
+      $3 == "context-switches" { printf " %.2f cs", $1 / r }' "$work/perf.txt")
   fi
   printf '%-44s %3s conns: %10s req/s, p50 %8s, p99 %8s%s\n' "$1" "$3" \
     "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" \
-    "$(awk '$1=="99%" {print $2}' <<<"$out")" "${per:+, $per instructions/request}"
+    "$(awk '$1=="99%" {print $2}' <<<"$out")" "${per:+; per request:$per}"
 }
 h2_run() { # LABEL URL CONNECTIONS
   local out
@@ -193,16 +204,17 @@ h2_run() { # LABEL URL CONNECTIONS
     "$(awk '/^finished in/ {print $4}' <<<"$out")" "$(awk '/^time for request:/ {print $6}' <<<"$out")" \
     "$(awk '/^requests:/ {print $10}' <<<"$out")"
 }
-nginx_pid=$(cat "$work/nginx-proxy.pid")
+# nginx serves from its workers; perf counts the processes it is given.
+nginx_pid=$(pgrep -d, -P "$(cat "$work/nginx-proxy.pid")")
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-echo "${secs}s per line; gateway and nginx: $threads worker(s); mix: 80% browsers, 20% crawlers; perf: ${perf_ok:-unavailable}"
-for c in 1 64; do
+echo "${secs}s per line; gateway and nginx: $threads worker(s); mix: 80% browsers, 20% crawlers; perf: ${perf_events:-unavailable}"
+for c in ${CONNS:-1 64}; do
   wrk_run "nginx as reverse proxy, HTTP" http://127.0.0.1:18803/ "$c" "$nginx_pid"
   wrk_run "gateway plain, fast path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"
   wrk_run "gateway everything on, fast path, HTTP" http://127.0.0.1:18820/ "$c" "${pids[1]}"
   wrk_run "gateway everything on, pipeline, HTTP" http://127.0.0.1:18840/ "$c" "${pids[2]}"
-  wrk_run "nginx, TLS 1.3, HTTP/1.1" https://127.0.0.1:18813/ "$c"
-  wrk_run "gateway everything on, TLS 1.3, HTTP/1.1" https://127.0.0.1:18830/ "$c"
+  wrk_run "nginx, TLS 1.3, HTTP/1.1" https://127.0.0.1:18813/ "$c" "$nginx_pid"
+  wrk_run "gateway everything on, TLS 1.3, HTTP/1.1" https://127.0.0.1:18830/ "$c" "${pids[1]}"
   h2_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c"
   h2_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c"
 done

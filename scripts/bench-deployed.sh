@@ -178,7 +178,17 @@ wrk_run() {
     perf stat -e "$perf_events" -x, -p "$4" -o "$work/perf.txt" -- sleep "$secs" &
     local perf_pid=$!
   fi
-  out=$(wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s scripts/mix.lua "$2")
+  # The origin and wrk share the machine: their CPU time per request
+  # says whether a gap lies in the proxy or around it.
+  if [ -n "$perf_events" ] && [ -n "${4:-}" ]; then
+    perf stat -e task-clock -x, -p "$origin_pid" -o "$work/perf-origin.txt" -- sleep "$secs" &
+    local origin_perf=$!
+    out=$(perf stat -e task-clock -x, -o "$work/perf-wrk.txt" -- \
+      wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s scripts/mix.lua "$2")
+    wait "$origin_perf" || true
+  else
+    out=$(wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s scripts/mix.lua "$2")
+  fi
   if [ -n "${perf_pid:-}" ]; then
     wait "$perf_pid" || true
     local reqs
@@ -189,6 +199,8 @@ wrk_run() {
       $3 == "task-clock" { printf " %.1fus CPU", $1 * 1000 / r }
       $3 == "raw_syscalls:sys_enter" { printf " %.2f syscalls", $1 / r }
       $3 == "context-switches" { printf " %.2f cs", $1 / r }' "$work/perf.txt")
+    per+=$(awk -F, -v r="$reqs" '$3 == "task-clock" { printf "; origin %.1fus", $1 * 1000 / r }' "$work/perf-origin.txt")
+    per+=$(awk -F, -v r="$reqs" '$3 == "task-clock" { printf ", wrk %.1fus", $1 * 1000 / r }' "$work/perf-wrk.txt")
   fi
   printf '%-44s %3s conns: %10s req/s, p50 %8s, p99 %8s%s\n' "$1" "$3" \
     "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" \
@@ -206,6 +218,7 @@ h2_run() { # LABEL URL CONNECTIONS
 }
 # nginx serves from its workers; perf counts the processes it is given.
 nginx_pid=$(pgrep -d, -P "$(cat "$work/nginx-proxy.pid")")
+origin_pid=$(pgrep -d, -P "$(cat "$work/nginx.pid")")
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 echo "${secs}s per line; gateway and nginx: $threads worker(s); mix: 80% browsers, 20% crawlers; perf: ${perf_events:-unavailable}"
 for c in ${CONNS:-1 64}; do

@@ -15,6 +15,8 @@
 #   scripts/bench-deployed.sh [SECONDS=10] [THREADS=1]
 #   CALLGRIND=1 scripts/bench-deployed.sh 5   # instructions per request only
 #   CONNS=64 scripts/bench-deployed.sh        # only the 64-connection lines
+#   NICE=-5 scripts/bench-deployed.sh         # nginx's workers and the gateways
+#                                             # at nice -5 alike (as root)
 # With CALLGRIND=1 the gateways and nginx (one process, no master) run under
 # valgrind's callgrind, which counts every instruction of the process
 # whatever the machine's counters; the counts are zeroed before each line
@@ -218,9 +220,18 @@ h2_run() { # LABEL URL CONNECTIONS
 }
 # nginx serves from its workers; perf counts the processes it is given.
 nginx_pid=$(pgrep -d, -P "$(cat "$work/nginx-proxy.pid")")
+# With NICE, the proxies under test (nginx's workers and every thread of
+# each gateway), not wrk or the origin, run at that nice value: on a
+# machine shared with the load, the scheduler's preemption of the proxy
+# is then out of the comparison (docs/BENCHMARKS.md, "Who gets the CPU").
+if [ -n "${NICE:-}" ]; then
+  for p in ${nginx_pid//,/ } "${pids[@]}"; do
+    for t in /proc/"$p"/task/*; do renice -n "$NICE" -p "${t##*/}" > /dev/null; done
+  done
+fi
 origin_pid=$(pgrep -d, -P "$(cat "$work/nginx.pid")")
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-echo "${secs}s per line; gateway and nginx: $threads worker(s); mix: 80% browsers, 20% crawlers; perf: ${perf_events:-unavailable}"
+echo "${secs}s per line; gateway and nginx: $threads worker(s); mix: 80% browsers, 20% crawlers; perf: ${perf_events:-unavailable}${NICE:+; proxies at nice $NICE}"
 for c in ${CONNS:-1 64}; do
   wrk_run "nginx as reverse proxy, HTTP" http://127.0.0.1:18803/ "$c" "$nginx_pid"
   wrk_run "gateway plain, fast path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"

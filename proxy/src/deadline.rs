@@ -13,17 +13,10 @@
 //! timeout, as before.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use pingora::protocols::raw_connect::ProxyDigest;
-use pingora::protocols::tls::TlsRef;
-use pingora::protocols::{
-    ALPN, GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, SocketDigest, Ssl, Stream, TimingDigest,
-    UniqueID, UniqueIDType,
-};
+use pingora::protocols::Stream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
@@ -155,67 +148,4 @@ impl AsyncWrite for HeadDeadline {
     }
 }
 
-// What Pingora asks of a stream beyond reading and writing: all of it is
-// the wrapped stream's.
-
-#[async_trait]
-impl Shutdown for HeadDeadline {
-    async fn shutdown(&mut self) {
-        self.inner.shutdown().await;
-    }
-}
-
-impl UniqueID for HeadDeadline {
-    fn id(&self) -> UniqueIDType {
-        self.inner.id()
-    }
-}
-
-impl Ssl for HeadDeadline {
-    fn get_ssl(&self) -> Option<&TlsRef> {
-        self.inner.get_ssl()
-    }
-    fn get_ssl_digest(&self) -> Option<Arc<pingora::protocols::tls::SslDigest>> {
-        self.inner.get_ssl_digest()
-    }
-    fn selected_alpn_proto(&self) -> Option<ALPN> {
-        self.inner.selected_alpn_proto()
-    }
-}
-
-impl GetTimingDigest for HeadDeadline {
-    fn get_timing_digest(&self) -> Vec<Option<TimingDigest>> {
-        self.inner.get_timing_digest()
-    }
-    fn get_read_pending_time(&self) -> Duration {
-        self.inner.get_read_pending_time()
-    }
-    fn get_write_pending_time(&self) -> Duration {
-        self.inner.get_write_pending_time()
-    }
-}
-
-impl GetProxyDigest for HeadDeadline {
-    fn get_proxy_digest(&self) -> Option<Arc<ProxyDigest>> {
-        self.inner.get_proxy_digest()
-    }
-    fn set_proxy_digest(&mut self, digest: ProxyDigest) {
-        self.inner.set_proxy_digest(digest);
-    }
-}
-
-impl GetSocketDigest for HeadDeadline {
-    fn get_socket_digest(&self) -> Option<Arc<SocketDigest>> {
-        self.inner.get_socket_digest()
-    }
-    fn set_socket_digest(&mut self, digest: SocketDigest) {
-        self.inner.set_socket_digest(digest);
-    }
-}
-
-#[async_trait]
-impl Peek for HeadDeadline {
-    async fn try_peek(&mut self, buf: &mut [u8]) -> std::io::Result<bool> {
-        self.inner.try_peek(buf).await
-    }
-}
+crate::wrapped::forward_stream_traits!(HeadDeadline);

@@ -84,6 +84,7 @@ impl ServerApp for Front {
     async fn process_new(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
         let _open = Open::count();
         if matches!(stream.selected_alpn_proto(), Some(ALPN::H2)) {
+            let stream = crate::coalesce::Coalesce::wrap(stream);
             return ServerApp::process_new(&self.pipeline, stream, shutdown).await;
         }
         self.serve(stream, shutdown).await;

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod ai;
+pub mod coalesce;
 pub mod crawler;
 pub mod deadline;
 pub mod forward;
@@ -23,3 +24,4 @@ pub mod shared;
 pub mod store;
 pub mod upstream;
 pub mod verify;
+mod wrapped;

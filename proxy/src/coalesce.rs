@@ -28,7 +28,7 @@ pub struct Coalesce<S = Stream> {
 impl Coalesce {
     /// Wraps an HTTP/2 client stream.
     pub fn wrap(inner: Stream) -> Stream {
-        Box::new(Coalesce { inner, scratch: Vec::new() })
+        Box::new(Coalesce::new(inner))
     }
 }
 

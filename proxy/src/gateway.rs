@@ -377,7 +377,7 @@ impl Gateway {
     /// The line is serialized straight into a buffer each thread keeps and
     /// written with one call: building it as a `serde_json::Value` first
     /// cost about 32,000 instructions a crawler request, more than the
-    /// rest of the fast path (docs/BENCHMARKS.md, "The crawler log line").
+    /// rest of the fast path (docs/BENCHMARKS.md, session 22).
     pub fn log_visit(site: &FrontedSite, visit: &Visit, method: &str, target: &str, status: u16) {
         let line = VisitLine {
             timestamp: Rfc3339Millis(std::time::SystemTime::now()),

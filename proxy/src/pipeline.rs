@@ -235,10 +235,7 @@ impl ProxyHttp for Pipeline {
             && upstream_response.headers.get("content-usage").is_none()
             && upstream_response.status.as_u16() >= 200
         {
-            // Absent, so appended: Pingora's `insert_header` first searches
-            // both of its header maps to remove it, which was 86% of this
-            // filter's instructions.
-            upstream_response.append_header("Content-Usage", usage)?;
+            upstream_response.insert_header("Content-Usage", usage)?;
         }
         Ok(())
     }
@@ -251,8 +248,7 @@ impl ProxyHttp for Pipeline {
         ctx: &mut Self::CTX,
     ) -> Result<()> {
         if let Some(value) = ctx.visit.as_ref().and_then(Visit::field) {
-            // `request_filter` removed any the client sent.
-            upstream_request.append_header(CRAWLER_FIELD, value)?;
+            upstream_request.insert_header(CRAWLER_FIELD, value)?;
         }
         Ok(())
     }

@@ -175,22 +175,18 @@ if [ -n "$callgrind" ]; then
 fi
 # LABEL URL CONNECTIONS [PID to count instructions of]
 wrk_run() {
-  local out per=""
+  local out per="" count=()
   if [ -n "$perf_events" ] && [ -n "${4:-}" ]; then
     perf stat -e "$perf_events" -x, -p "$4" -o "$work/perf.txt" -- sleep "$secs" &
     local perf_pid=$!
-  fi
-  # The origin and wrk share the machine: their CPU time per request
-  # says whether a gap lies in the proxy or around it.
-  if [ -n "$perf_events" ] && [ -n "${4:-}" ]; then
+    # The origin and wrk share the machine: their CPU time per request
+    # says whether a gap lies in the proxy or around it.
     perf stat -e task-clock -x, -p "$origin_pid" -o "$work/perf-origin.txt" -- sleep "$secs" &
     local origin_perf=$!
-    out=$(perf stat -e task-clock -x, -o "$work/perf-wrk.txt" -- \
-      wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s scripts/mix.lua "$2")
-    wait "$origin_perf" || true
-  else
-    out=$(wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s scripts/mix.lua "$2")
+    count=(perf stat -e task-clock -x, -o "$work/perf-wrk.txt" --)
   fi
+  out=$("${count[@]}" wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s scripts/mix.lua "$2")
+  [ -z "${origin_perf:-}" ] || wait "$origin_perf" || true
   if [ -n "${perf_pid:-}" ]; then
     wait "$perf_pid" || true
     local reqs

@@ -386,7 +386,7 @@ impl Gateway {
             method,
             url: target,
             identity: visit.identity.map(Answer::as_str),
-            claims: (!visit.claims.is_empty()).then_some(&visit.claims),
+            claims: (!visit.claims.is_empty()).then_some(&visit.claims[..]),
             revision: match &*visit.state {
                 State::Serve(served) => Some(served.etag.trim_matches('"')),
                 _ => None,
@@ -426,7 +426,7 @@ struct VisitLine<'a> {
     method: &'a str,
     url: &'a str,
     identity: Option<&'static str>,
-    claims: Option<&'a Vec<String>>,
+    claims: Option<&'a [String]>,
     revision: Option<&'a str>,
     client: Option<IpAddr>,
     verdict: &'static str,

@@ -35,6 +35,15 @@ fn key_at(message: &str, text: &str) -> Option<String> {
     let source = text.lines().nth(line.checked_sub(1)?)?;
     let bytes = source.as_bytes();
     let keyish = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    // A value read through `deserialize_any` (a pin: `allowed`, or a
+    // mapping of crawlers) is reported at its key: name that key.
+    if let Some(rest) = source.get(column.saturating_sub(1)..) {
+        let len = rest.bytes().take_while(|b| keyish(*b)).count();
+        let before = source[..column.saturating_sub(1)].trim_end().chars().last();
+        if len > 0 && rest[len..].starts_with(": ") && matches!(before, None | Some('{' | ',' | '-')) {
+            return Some(rest[..len].to_string());
+        }
+    }
     let mut found = None;
     let mut i = 0;
     while i < bytes.len() && i + 1 < column {

@@ -10,13 +10,16 @@
 #![deny(missing_docs)]
 
 mod explain;
+pub mod pins;
 pub mod telemetry;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
+
+pub use pins::{Expectation, GateMode, Pins, UrlEntry, UrlSet};
 
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -451,9 +454,14 @@ pub struct Site {
     /// Crawlers for this site; the top-level `agents` if absent.
     #[serde(default)]
     pub agents: Option<Vec<String>>,
-    /// Named URL sets re-tested on every change.
+    /// Named URL sets re-tested on every change, with the verdicts they
+    /// must keep (`expect`).
     #[serde(default)]
-    pub url_sets: BTreeMap<String, Vec<UrlEntry>>,
+    pub url_sets: BTreeMap<String, UrlSet>,
+    /// What the gate does with a robots.txt change that breaks a pin or
+    /// the floor: `hold` (the default), `warn` or `off`.
+    #[serde(default)]
+    pub gate: GateMode,
     /// How `robots-proxy` fronts this site, if it does.
     #[serde(default)]
     pub proxy: Option<SiteProxy>,
@@ -504,76 +512,6 @@ impl Site {
             (None, None) => Source::None,
         }
     }
-}
-
-/// A URL to test, with the verdict it must keep if one is pinned: a plain
-/// string, or a mapping `{ url, expect }`. Deserialised by hand rather than
-/// as an untagged enum, so that a wrong key in the mapping is named.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum UrlEntry {
-    /// Just the URL (or path).
-    Plain(String),
-    /// A URL with an expected verdict.
-    Expect {
-        /// The URL (or path).
-        url: String,
-        /// `allow` or `disallow`.
-        expect: Expectation,
-    },
-}
-
-/// The mapping form of a [`UrlEntry`].
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PinnedUrl {
-    url: String,
-    expect: Expectation,
-}
-
-impl<'de> Deserialize<'de> for UrlEntry {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<UrlEntry, D::Error> {
-        struct Entry;
-        impl<'de> serde::de::Visitor<'de> for Entry {
-            type Value = UrlEntry;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a URL, or a mapping with `url` and `expect`")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<UrlEntry, E> {
-                Ok(UrlEntry::Plain(v.to_string()))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<UrlEntry, A::Error> {
-                let p = PinnedUrl::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-                Ok(UrlEntry::Expect { url: p.url, expect: p.expect })
-            }
-        }
-        d.deserialize_any(Entry)
-    }
-}
-
-impl UrlEntry {
-    /// The URL.
-    pub fn url(&self) -> &str {
-        match self {
-            UrlEntry::Plain(u) | UrlEntry::Expect { url: u, .. } => u,
-        }
-    }
-    /// The pinned verdict, if any.
-    pub fn expect(&self) -> Option<Expectation> {
-        match self {
-            UrlEntry::Plain(_) => None,
-            UrlEntry::Expect { expect, .. } => Some(*expect),
-        }
-    }
-}
-
-/// A pinned verdict.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Expectation {
-    /// Must stay crawlable.
-    Allow,
-    /// Must stay blocked.
-    Disallow,
 }
 
 /// How much an alert matters.
@@ -1105,7 +1043,7 @@ mod tests {
         assert_eq!(c.interval, Duration::from_secs(90));
         assert_eq!(c.interval_of(&c.sites[0]), Duration::from_secs(60));
         let set = &c.sites[0].url_sets["main"];
-        assert_eq!(set[1].expect(), Some(Expectation::Disallow));
+        assert_eq!(set[1].expect().and_then(|p| p.every), Some(Expectation::Disallow));
         assert_eq!(set[0].url(), "/x");
         assert_eq!(c.agents_of(&c.sites[0]), ["Googlebot"]);
     }
@@ -1152,8 +1090,8 @@ mod tests {
             "sites:\n  - name: s\n    proxy:\n      hosts: [s.test]\n      origin: \"127.0.0.1:1\"\n      ai_policy:\n";
         let flow = "sites:\n  - name: s\n    proxy: { hosts: [s.test], origin: \"127.0.0.1:1\", ai_policy: { ";
         for (text, key, at) in [
-            ("sites:\n  - name: a\n    file: x\n    url_sets:\n      main:\n        - { url: /x, expect: maybe }\n".to_string(), "expect", "6:30"),
-            ("sites:\n  - name: a\n    file: x\n    url_sets:\n      main:\n        - url: /x\n          expect: maybe\n".to_string(), "expect", "7:19"),
+            ("sites:\n  - name: a\n    file: x\n    url_sets:\n      main:\n        - { url: /x, expect: maybe }\n".to_string(), "expect", "6:22"),
+            ("sites:\n  - name: a\n    file: x\n    url_sets:\n      main:\n        - url: /x\n          expect: maybe\n".to_string(), "expect", "7:11"),
             (format!("{site}        ai-training: maybe\n"), "ai-training", "7:22"),
             (format!("{site}        enforce: slow\n        retry-after: soon\n"), "retry-after", "8:22"),
             (format!("{flow}ai-training: maybe }} }}\n"), "ai-training", "3:80"),

@@ -7,6 +7,7 @@
 //! during an origin outage serves what another gateway or the monitor saw
 //! last. Both daemons depend on this crate, never on each other.
 
+pub mod gate;
 pub mod ledger;
 
 /// The database driver's error, for callers that hold no `sqlx` of their own.
@@ -225,11 +226,13 @@ pub async fn record_removal(conn: &mut AnyConnection, site: &str, status: u16, a
 
 /// The `limit` bodies `site` served most recently, newest first, leaving
 /// out every body last seen before the origin's latest removal of its file
-/// ([`record_removal`]).
+/// ([`record_removal`]), and every body the gate holds and no one released
+/// ([`gate::record_hold`]).
 pub async fn latest(pool: &AnyPool, site: &str, limit: i64) -> Result<Vec<Seen>, sqlx::Error> {
     let rows = sqlx::query(
         "SELECT body, COALESCE(last_seen, first_seen) AS seen FROM revisions WHERE site = $1 \
          AND COALESCE(last_seen, first_seen) > COALESCE((SELECT at FROM removals WHERE removals.site = $1), -1) \
+         AND hash NOT IN (SELECT outcome FROM gate_holds WHERE gate_holds.site = $1 AND released_at IS NULL) \
          ORDER BY COALESCE(last_seen, first_seen) DESC, id DESC LIMIT $2",
     )
     .bind(site)

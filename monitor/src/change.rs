@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use robotsgate_config::Expectation;
+use rules::gate::Expect;
 use rules::flip::Decision;
 use rules::lint::Severity;
 use rules::{Flip, Policy, Reason};
@@ -18,8 +18,8 @@ use crate::store::VerdictRow;
 pub struct Target {
     /// The URL (or path).
     pub url: String,
-    /// The verdict it must keep.
-    pub expect: Option<Expectation>,
+    /// The verdicts it must keep, by crawler or purpose.
+    pub expect: Option<robotsgate_config::Pins>,
 }
 
 /// The key that identifies what crawlers obey. Equal keys mean no change:
@@ -112,7 +112,7 @@ pub struct Change<'a> {
     /// Verdicts that flipped.
     pub flips: &'a [Flip],
     /// URLs and crawlers that break their pinned verdict now.
-    pub broken: Vec<(String, String, Expectation)>,
+    pub broken: Vec<(String, String, Expect)>,
     /// An outage is critical as it starts (`critical_after` is zero);
     /// otherwise it starts as a warning and [`escalation`] follows.
     pub outage_critical: bool,
@@ -409,33 +409,24 @@ fn lower_first(s: &str) -> String {
     chars.next().map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
 }
 
-fn opposite(e: Expectation) -> &'static str {
+fn opposite(e: Expect) -> &'static str {
     match e {
-        Expectation::Allow => "disallowed",
-        Expectation::Disallow => "allowed",
+        Expect::Allowed => "disallowed",
+        Expect::Disallowed => "allowed",
     }
 }
 
-fn expectation(e: Expectation) -> &'static str {
-    match e {
-        Expectation::Allow => "allowed",
-        Expectation::Disallow => "disallowed",
-    }
+fn expectation(e: Expect) -> &'static str {
+    e.as_str()
 }
 
-/// URL x crawler pairs whose verdict under `policy` breaks their pin.
-pub fn broken(policy: &Policy, targets: &[Target], agents: &[String]) -> Vec<(String, String, Expectation)> {
-    let mut out = Vec::new();
-    for t in targets {
-        let Some(expect) = t.expect else { continue };
-        for agent in agents {
-            let allowed = policy.verdict(agent, &t.url).allowed;
-            if allowed != (expect == Expectation::Allow) {
-                out.push((t.url.clone(), agent.clone(), expect));
-            }
-        }
-    }
-    out
+/// URL x crawler pins (see `Site::pins`) whose verdict under `policy`
+/// breaks them.
+pub fn broken(policy: &Policy, pins: &[rules::gate::Pin]) -> Vec<(String, String, Expect)> {
+    pins.iter()
+        .filter(|p| !p.expect.kept_by(policy.verdict(&p.agent, &p.url).allowed))
+        .map(|p| (p.url.clone(), p.agent.clone(), p.expect))
+        .collect()
 }
 
 #[cfg(test)]

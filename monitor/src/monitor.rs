@@ -159,7 +159,7 @@ impl Monitor {
         let mut out = Vec::new();
         for entry in site.url_sets.values().flatten() {
             if seen.insert(entry.url().to_string()) {
-                out.push(Target { url: entry.url().to_string(), expect: entry.expect() });
+                out.push(Target { url: entry.url().to_string(), expect: entry.expect().cloned() });
             }
         }
         out
@@ -260,7 +260,7 @@ impl Monitor {
                     redirects: outcome.redirects.len(),
                     truncated: outcome.truncated,
                     flips: &flips,
-                    broken: change::broken(&policy, &targets, &agents),
+                    broken: change::broken(&policy, &site.pins(&agents, &self.catalogue)),
                     outage_critical: self.config.critical_after.is_zero(),
                     console: self.console_url(),
                     ai_policy: change::ai_contradictions(

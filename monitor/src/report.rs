@@ -162,8 +162,8 @@ pub async fn test(m: &Monitor, site_name: &str) -> anyhow::Result<String> {
     for t in Monitor::targets(site) {
         for agent in agents {
             let v = policy.verdict(agent, &t.url);
-            let mark = match t.expect {
-                Some(e) if (e == robotsgate_config::Expectation::Allow) != v.allowed => "  <-- breaks expectation",
+            let mark = match t.expect.as_ref().and_then(|p| p.of(agent, m.catalogue())) {
+                Some(e) if !e.kept_by(v.allowed) => "  <-- breaks expectation",
                 _ => "",
             };
             writeln!(out, "{:<10} {agent:<12} {}  {v}{mark}", if v.allowed { "allowed" } else { "DISALLOWED" }, t.url)?;

@@ -33,6 +33,9 @@ pub struct Metrics {
     /// groups land inside 500 KiB, by site (0: none; -1: the groups alone
     /// do not fit, and are not served).
     pub managed_cut: IntGaugeVec,
+    /// 1 while the gate holds a change to a site's robots.txt (the last
+    /// good copy is served instead), by site.
+    pub robots_held: IntGaugeVec,
     /// Crawler requests the compliance ledger could not count (its queue
     /// or its rows in memory full, the database down too long).
     pub ledger_dropped: IntCounter,
@@ -129,6 +132,15 @@ impl Metrics {
                     &["site"],
                 )
                 .unwrap_or_else(|e| panic!("metric robotsgate_managed_cut_bytes: {e}"));
+                let _ = registry.register(Box::new(g.clone()));
+                g
+            },
+            robots_held: {
+                let g = IntGaugeVec::new(
+                    Opts::new("robotsgate_robots_held", "1 while the gate holds a change to the site's robots.txt"),
+                    &["site"],
+                )
+                .unwrap_or_else(|e| panic!("metric robotsgate_robots_held: {e}"));
                 let _ = registry.register(Box::new(g.clone()));
                 g
             },

@@ -25,6 +25,8 @@ pub enum Origin {
     Static,
     /// The origin's file with the config's managed groups appended.
     Managed,
+    /// The last good copy, because the gate holds the origin's new answer.
+    Held,
 }
 
 impl Origin {
@@ -35,6 +37,7 @@ impl Origin {
             Origin::LastGood => "last-good",
             Origin::Static => "static",
             Origin::Managed => "managed",
+            Origin::Held => "held",
         }
     }
 }
@@ -103,6 +106,10 @@ pub struct Health {
     pub unenforceable: Vec<String>,
     /// Where the origin's file says otherwise than the site's AI policy.
     pub ai_conflicts: Vec<String>,
+    /// The change the gate holds, if it holds one.
+    pub held: Option<Arc<crate::gate::Hold>>,
+    /// The change the gate would have held on a site in `gate: warn`.
+    pub would_hold: Option<Arc<crate::gate::Hold>>,
 }
 
 /// Every site's state.
@@ -110,6 +117,9 @@ pub struct Health {
 pub struct RobotsStore {
     sites: HashMap<String, (ArcSwap<State>, ArcSwap<Health>)>,
     dir: PathBuf,
+    /// Outcomes released through the admin API, by site (see
+    /// [`crate::gate::outcome_key`]).
+    released: std::sync::Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// A strong ETag for a body.
@@ -205,7 +215,7 @@ impl RobotsStore {
                 )
             })
             .collect();
-        RobotsStore { sites, dir: dir.to_path_buf() }
+        RobotsStore { sites, dir: dir.to_path_buf(), released: Default::default() }
     }
 
     /// The current state of `site`.
@@ -263,6 +273,26 @@ impl RobotsStore {
         let body = std::fs::read(body_path).ok()?;
         let secs: u64 = std::fs::read_to_string(at_path).ok()?.trim().parse().ok()?;
         Some((body, UNIX_EPOCH + Duration::from_secs(secs)))
+    }
+
+    /// Releases the held outcome `key` of `site`: the gate lets exactly
+    /// that outcome through from now on. False for an unknown site.
+    pub fn release(&self, site: &str, key: &str) -> bool {
+        if !self.sites.contains_key(site) {
+            return false;
+        }
+        let mut released = self.released.lock().unwrap_or_else(|e| e.into_inner());
+        let keys = released.entry(site.to_string()).or_default();
+        if !keys.iter().any(|k| k == key) {
+            keys.push(key.to_string());
+        }
+        true
+    }
+
+    /// Whether `key` was released for `site` through the admin API.
+    pub fn is_released(&self, site: &str, key: &str) -> bool {
+        let released = self.released.lock().unwrap_or_else(|e| e.into_inner());
+        released.get(site).is_some_and(|keys| keys.iter().any(|k| k == key))
     }
 
     /// The names of all sites.

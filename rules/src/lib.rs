@@ -62,6 +62,7 @@ mod compile;
 pub mod crawlers;
 pub mod fetch;
 pub mod flip;
+pub mod gate;
 pub mod lint;
 pub mod merge;
 pub mod normal;

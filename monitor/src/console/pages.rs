@@ -246,8 +246,8 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
             .await?
             .into_iter()
             .map(|v| {
-                let expect = targets.iter().find(|t| t.url == v.url).and_then(|t| t.expect);
-                let broken = expect.is_some_and(|e| (e == robotsgate_config::Expectation::Allow) != v.allowed);
+                let expect = targets.iter().find(|t| t.url == v.url).and_then(|t| t.expect.as_ref());
+                let broken = expect.and_then(|p| p.of(&v.agent, m.catalogue())).is_some_and(|e| !e.kept_by(v.allowed));
                 VerdictView {
                     rule: match (v.line, &v.rule) {
                         (Some(l), Some(r)) => format!("line {l}: {r}"),
@@ -343,7 +343,7 @@ fn saved_set(m: &Monitor, name: &str) -> Result<Vec<Saved>, String> {
                     .iter()
                     .map(|e| Saved {
                         url: e.url().to_string(),
-                        expect: e.expect().map(|x| x == robotsgate_config::Expectation::Allow),
+                        expect: e.expect().cloned(),
                     })
                     .collect());
             }

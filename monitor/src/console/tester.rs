@@ -67,8 +67,8 @@ pub struct Input {
 pub struct Saved {
     /// The URL or path.
     pub url: String,
-    /// `Some(true)` when it must stay crawlable, `Some(false)` blocked.
-    pub expect: Option<bool>,
+    /// Its pinned verdicts, by crawler or purpose.
+    pub expect: Option<robotsgate_config::Pins>,
 }
 
 /// A form sends an empty field for "none"; JSON may send the number as
@@ -235,7 +235,7 @@ impl Input {
             .collect();
         for s in set {
             match out.iter_mut().find(|o| o.url == s.url) {
-                Some(o) => o.expect = o.expect.or(s.expect),
+                Some(o) => o.expect = o.expect.take().or_else(|| s.expect.clone()),
                 None => out.push(s.clone()),
             }
         }
@@ -344,6 +344,7 @@ pub fn run(
     for Saved { url, expect } in &urls {
         for agent in &agents {
             let v = policy.verdict(agent, url);
+            let pinned = expect.as_ref().and_then(|p| p.of(agent, catalogue)).map(|e| e.kept_by(true));
             rows.push(Row {
                 url: url.clone(),
                 agent: agent.clone(),
@@ -356,8 +357,8 @@ pub fn run(
                 },
                 line: v.rule.map(|r| r.line),
                 rule: v.rule.map(|r| format!("{}: {}", r.kind, String::from_utf8_lossy(r.written))),
-                expect: *expect,
-                broken: expect.is_some_and(|e| e != v.allowed),
+                expect: pinned,
+                broken: pinned.is_some_and(|e| e != v.allowed),
             });
         }
     }
@@ -515,11 +516,15 @@ mod tests {
         assert_eq!(changes.len(), 2, "{changes:?}");
     }
 
+    fn allowed() -> robotsgate_config::Pins {
+        robotsgate_config::Pins { every: Some(robotsgate_config::Expectation::Allow), each: Vec::new() }
+    }
+
     #[test]
     fn a_saved_set_adds_its_urls_and_checks_its_pins() {
         let set = [
-            Saved { url: "/a".into(), expect: Some(true) },
-            Saved { url: "/b".into(), expect: Some(true) },
+            Saved { url: "/a".into(), expect: Some(allowed()) },
+            Saved { url: "/b".into(), expect: Some(allowed()) },
             Saved { url: "/c".into(), expect: None },
         ];
         let r = run(

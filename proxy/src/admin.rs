@@ -1,8 +1,11 @@
 //! The admin listener (localhost by default): `/healthz` and `/metrics` for
 //! anyone who can reach it; with the admin token, as
 //! `Authorization: Bearer <token>`, `/status` (per-site robots.txt source,
-//! age, last origin status, lint summary) and `POST /refresh` (refetch
-//! every origin's robots.txt now).
+//! age, last origin status, lint summary, the change the gate holds),
+//! `POST /refresh` (refetch every origin's robots.txt now) and
+//! `POST /release?site=NAME[&outcome=KEY]` (let the change the gate holds
+//! through: on this gateway at once, and, with a database, on every
+//! gateway of the fleet at its next refresh).
 
 use std::sync::Arc;
 
@@ -32,6 +35,8 @@ pub struct Admin {
     pub identity: Option<Arc<Identity>>,
     /// The compliance ledger, whose counts `/status` shows.
     pub ledger: Option<Arc<Ledger>>,
+    /// The fleet's database, where a release is recorded for every gateway.
+    pub shared: Option<Arc<crate::shared::Shared>>,
 }
 
 fn now_secs() -> u64 {
@@ -83,6 +88,8 @@ impl Admin {
                     "unenforceable_groups": health.unenforceable,
                     "ai_policy_conflicts": health.ai_conflicts,
                     "origin_cut": cut,
+                    "held": health.held.as_ref().map(|h| h.json()),
+                    "would_have_held": health.would_hold.as_ref().map(|h| h.json()),
                 })
             })
             .collect();
@@ -132,7 +139,7 @@ impl ServeHttp for Admin {
                 }
                 reply(200, "text/plain; version=0.0.4", self.metrics.render())
             }
-            "/status" | "/refresh" => {
+            "/status" | "/refresh" | "/release" => {
                 let given = session
                     .req_header()
                     .headers
@@ -144,7 +151,8 @@ impl ServeHttp for Admin {
                     (None, _) => reply(403, "text/plain", "no admin token is configured\n".into()),
                     (Some(t), Some(g)) if constant_time_eq(t.as_bytes(), g.as_bytes()) => match path.as_str() {
                         "/status" => reply(200, "application/json", self.status_json()),
-                        _ if is_post => {
+                        "/release" if is_post => self.release(session.req_header().uri.query().unwrap_or("")).await,
+                        "/refresh" if is_post => {
                             self.refresh_now.notify_one();
                             reply(202, "text/plain", "refresh started\n".into())
                         }
@@ -155,6 +163,37 @@ impl ServeHttp for Admin {
             }
             _ => reply(404, "text/plain", "not found\n".into()),
         }
+    }
+}
+
+impl Admin {
+    /// `POST /release?site=NAME[&outcome=KEY]`: releases the named outcome,
+    /// or the change the site's gate holds now, and refreshes at once.
+    async fn release(&self, query: &str) -> Response<Vec<u8>> {
+        let param = |name: &str| {
+            url::form_urlencoded::parse(query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
+        };
+        let Some(site) = param("site") else {
+            return reply(400, "text/plain", "give the site: POST /release?site=NAME[&outcome=KEY]\n".into());
+        };
+        if !self.store.sites().any(|s| s == site) {
+            return reply(404, "text/plain", format!("no site `{site}` is fronted here\n"));
+        }
+        let held = self.store.health(&site).held.as_ref().map(|h| h.key.clone());
+        let Some(key) = param("outcome").or(held) else {
+            return reply(409, "text/plain", format!("nothing is held for `{site}`; name the outcome to release it ahead\n"));
+        };
+        self.store.release(&site, &key);
+        let fleet = match &self.shared {
+            Some(shared) => match shared.release(&site, Some(&key), "robots-proxy admin API").await {
+                Ok(_) => "recorded in the database for every gateway".to_string(),
+                Err(e) => format!("released on this gateway only: {e}"),
+            },
+            None => "released on this gateway (no database: release it on each gateway)".to_string(),
+        };
+        self.refresh_now.notify_one();
+        let body = json!({ "site": site, "released": key, "fleet": fleet, "refresh": "started" });
+        reply(202, "application/json", body.to_string())
     }
 }
 

@@ -12,6 +12,7 @@ pub mod crawler;
 pub mod deadline;
 pub mod forward;
 pub mod framing;
+pub mod gate;
 pub mod gateway;
 pub use robotsgate_identity as identity;
 pub mod ledger;

@@ -211,7 +211,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::new());
     let refresh_now = Arc::new(tokio::sync::Notify::new());
     let refresher = Refresher::new(
-        fronted.iter().map(|(name, proxy)| SiteRobots { name: name.clone(), proxy: proxy.clone() }).collect(),
+        fronted
+            .iter()
+            .map(|(name, proxy)| SiteRobots {
+                name: name.clone(),
+                proxy: proxy.clone(),
+                declared: config
+                    .sites
+                    .iter()
+                    .find(|s| &s.name == name)
+                    .map(|s| proxy::gate::Declared::of(s, &config))
+                    .unwrap_or_default(),
+            })
+            .collect(),
         Arc::clone(&store),
         Arc::clone(&metrics),
         &settings,
@@ -318,7 +330,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
     let token = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().or(settings.admin_token.clone());
     let mut admin =
-        Service::new("robotsgate admin".to_string(), Admin { store, metrics, token, refresh_now, identity, ledger });
+        Service::new("robotsgate admin".to_string(), Admin { store, metrics, token, refresh_now, identity, ledger, shared: shared.clone() });
     admin.add_tcp(&settings.admin);
 
     server.add_service(background_service("robots.txt refresher", refresher));

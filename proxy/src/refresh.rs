@@ -22,6 +22,7 @@ use robotsgate_fetch::{Observation, Validators};
 use rules::lint::{Code, Severity};
 use rules::{Policy, Reason};
 
+use crate::gate::{Declared, Hold};
 use crate::metrics::Metrics;
 use crate::shared::Shared;
 use crate::store::{Health, Origin, RobotsStore, Served, State};
@@ -33,6 +34,8 @@ pub struct SiteRobots {
     pub name: String,
     /// How it is fronted.
     pub proxy: SiteProxy,
+    /// What its owner declared: the gate's pins, floor and mode.
+    pub declared: Declared,
 }
 
 /// The background service.
@@ -145,6 +148,20 @@ impl Refresher {
         if held.is_some_and(|held| held >= good_at) {
             return;
         }
+        // A copy another process recorded before any gateway held it (the
+        // monitor polling the origin, say) is judged as a fetch would be.
+        if let State::Serve(current) = &*self.store.state(&site.name)
+            && site.declared.mode == rules::gate::Mode::Hold
+        {
+            let (old, new) = (Policy::Rules(current.robots.clone()), Policy::Rules(rules::Robots::parse(&body)));
+            let key = crate::gate::outcome_key(&body);
+            if !rules::gate::breaches(&old, &new, &site.declared.pins, &site.declared.floor).is_empty()
+                && !self.store.is_released(&site.name, &key)
+                && !self.released_in_fleet(&site.name, &key).await
+            {
+                return;
+            }
+        }
         if let Err(e) = self.store.persist(&site.name, &body, good_at) {
             tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
         }
@@ -231,8 +248,14 @@ impl Refresher {
         let (policy, findings) = Policy::from_fetch_linted(outcome);
         let label = match policy {
             Policy::Rules(robots) => match unusable(outcome, &findings) {
-                None => {
+                None => 'good: {
                     let body = Bytes::from(outcome.body.clone());
+                    let served = self.serve_good(site, body.clone(), Some(robots), now, Origin::Origin);
+                    let new = Policy::Rules(served.robots.clone());
+                    let key = crate::gate::outcome_key(&body);
+                    if self.holds(site, &key, outcome.status, Some(&body), &new, &mut health).await {
+                        break 'good "held";
+                    }
                     health.lint = (
                         findings.iter().filter(|d| d.severity == Severity::Error).count(),
                         findings.iter().filter(|d| d.severity == Severity::Warning).count(),
@@ -243,7 +266,6 @@ impl Refresher {
                             tracing::warn!(site = %site.name, agents = ?health.contested, "the origin's robots.txt names agents the managed groups name too; Google merges them, so the origin's rules can outweigh the managed ones");
                         }
                     }
-                    let served = self.serve_good(site, body, Some(robots), now, Origin::Origin);
                     if let Some(p) = &site.proxy.ai_policy {
                         health.ai_conflicts = self.ai_compiled(p, &outcome.body).conflicts;
                         if !health.ai_conflicts.is_empty() {
@@ -271,17 +293,25 @@ impl Refresher {
                 }
                 Some(why) => self.fall_back(site, why),
             },
-            Policy::AllowAll(Reason::ClientError(status)) => {
-                tracing::info!(site = %site.name, status, "origin has no robots.txt; honouring it");
-                self.remove(site, status, now);
-                health.ai_conflicts = no_file_conflicts(site, status);
-                "no-file"
-            }
-            Policy::AllowAll(_) => {
-                // Too many redirects: Google treats the file as missing too.
-                self.remove(site, outcome.status.unwrap_or(404), now);
-                health.ai_conflicts = no_file_conflicts(site, outcome.status.unwrap_or(404));
-                "redirects"
+            Policy::AllowAll(reason) => {
+                // A 4xx, or too many redirects (Google treats the file as
+                // missing then too): everything is allowed, unless the gate
+                // holds the deletion back.
+                let status = match reason {
+                    Reason::ClientError(status) => status,
+                    _ => outcome.status.unwrap_or(404),
+                };
+                let key = robotsgate_history::gate::outcome_of_status(status);
+                if self.holds(site, &key, Some(status), None, &Policy::AllowAll(reason), &mut health).await {
+                    "held"
+                } else {
+                    if matches!(reason, Reason::ClientError(_)) {
+                        tracing::info!(site = %site.name, status, "origin has no robots.txt; honouring it");
+                    }
+                    self.remove(site, status, now);
+                    health.ai_conflicts = no_file_conflicts(site, status);
+                    if matches!(reason, Reason::ClientError(_)) { "no-file" } else { "redirects" }
+                }
             }
             Policy::DisallowAll(reason) => self.fall_back(
                 site,
@@ -295,9 +325,94 @@ impl Refresher {
         };
         self.metrics.refresh.with_label_values(&[&site.name, label]).inc();
         self.store.set_health(&site.name, health);
-        let failing = !matches!(label, "ok" | "no-file" | "redirects");
+        let failing = !matches!(label, "ok" | "no-file" | "redirects" | "held");
         if failing && !matches!(&*self.store.state(&site.name), State::Serve(_)) {
             self.adopt_shared(site).await;
+        }
+    }
+
+    /// Whether the gate holds back the origin's new outcome `key` (policy
+    /// `new`; `body` when it is a file): true when it breaks a pin or the
+    /// floor that the copy served now keeps, and nobody released it. The
+    /// copy served now is then kept, labelled `held`, and the hold is
+    /// recorded in `health` and, for the fleet, in the database. A site in
+    /// `gate: warn` is never held; what would have been is recorded.
+    async fn holds(
+        &self,
+        site: &SiteRobots,
+        key: &str,
+        status: Option<u16>,
+        body: Option<&Bytes>,
+        new: &Policy,
+        health: &mut Health,
+    ) -> bool {
+        let previous = health.held.take();
+        health.would_hold = None;
+        let gauge = self.metrics.robots_held.with_label_values(&[&site.name]);
+        gauge.set(0);
+        let declared = &site.declared;
+        if declared.mode == rules::gate::Mode::Off {
+            return false;
+        }
+        // With no good copy (a cold start, or the origin had no file) there
+        // is nothing to keep serving: the origin's answer passes.
+        let current = self.store.state(&site.name);
+        let State::Serve(served) = &*current else { return false };
+        if body.is_some_and(|b| *b == served.origin) {
+            return false;
+        }
+        if served.age() > self.max_staleness {
+            if previous.is_some() {
+                tracing::warn!(site = %site.name, age_secs = served.age().as_secs(), "the held change passes: the last good copy is older than max_staleness");
+            }
+            return false;
+        }
+        let old = Policy::Rules(served.robots.clone());
+        let breaches = rules::gate::breaches(&old, new, &declared.pins, &declared.floor);
+        if breaches.is_empty() {
+            return false;
+        }
+        if self.store.is_released(&site.name, key) || self.released_in_fleet(&site.name, key).await {
+            tracing::info!(site = %site.name, outcome = key, "the change was released; serving it");
+            return false;
+        }
+        let since = match &previous {
+            Some(h) if h.key == key => h.since,
+            _ => SystemTime::now(),
+        };
+        let hold =
+            Arc::new(Hold { key: key.to_string(), status, body: body.cloned(), breaches, since });
+        if declared.mode == rules::gate::Mode::Warn {
+            tracing::warn!(site = %site.name, "gate: warn: serving a change that would have been held: {}", hold.summary());
+            health.would_hold = Some(hold);
+            return false;
+        }
+        if served.source != Origin::Held {
+            let (copy, robots) = (served.body.clone(), Some(served.robots.clone()));
+            let mut kept = self.served_parsed(&site.name, copy, robots, Origin::Held, served.good_at);
+            kept.origin = served.origin.clone();
+            kept.cut = served.cut;
+            self.store.set(&site.name, State::Serve(Arc::new(kept)));
+        }
+        if previous.as_ref().is_none_or(|h| h.key != key) {
+            tracing::warn!(site = %site.name, outcome = key, "a change to robots.txt is held; crawlers keep the last good copy: {}", hold.summary());
+        }
+        gauge.set(1);
+        if let Some(shared) = &self.shared {
+            // Off the refresh loop, as saving is.
+            let (shared, name, hold) = (Arc::clone(shared), site.name.clone(), Arc::clone(&hold));
+            tokio::spawn(async move { shared.hold(&name, &hold).await });
+        }
+        health.held = Some(hold);
+        true
+    }
+
+    /// Whether the fleet's database says `key` of `site` was released
+    /// (false when there is none, or it cannot say now).
+    async fn released_in_fleet(&self, site: &str, key: &str) -> bool {
+        match &self.shared {
+            Some(shared) => shared.released(site, key).await,
+            None => false,
         }
     }
 
@@ -321,7 +436,7 @@ impl Refresher {
         let current = self.store.state(&site.name);
         match &*current {
             State::Serve(served) if served.age() <= self.max_staleness => {
-                if served.source != Origin::LastGood {
+                if !matches!(served.source, Origin::LastGood | Origin::Held) {
                     let (body, robots) = (served.body.clone(), Some(served.robots.clone()));
                     let mut kept = self.served_parsed(&site.name, body, robots, Origin::LastGood, served.good_at);
                     kept.origin = served.origin.clone();

@@ -157,3 +157,60 @@ impl Shared {
 fn from_millis(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
+
+impl Shared {
+    /// Records that this gateway holds `hold` for `site`, with the held
+    /// body as a revision, so that the fleet, the monitor and the console
+    /// see it and nothing the origin said is lost.
+    pub async fn hold(&self, site: &str, hold: &crate::gate::Hold) {
+        let Some(db) = self.db().await else { return };
+        let millis = to_millis(SystemTime::now());
+        let write = async {
+            let mut conn = db.pool.acquire().await?;
+            let body = hold.body.as_deref();
+            robotsgate_history::gate::record_hold(&mut conn, site, &hold.key, hold.status, body, &hold.lines(), millis)
+                .await
+        };
+        match tokio::time::timeout(CALL_TIMEOUT, write).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => self.failed("recording a held change", e.to_string()).await,
+            Err(_) => self.failed("recording a held change", "timed out".into()).await,
+        }
+    }
+
+    /// Whether the fleet released the held outcome `key` of `site`. False
+    /// when the database cannot say: a hold stands until a release is seen.
+    pub async fn released(&self, site: &str, key: &str) -> bool {
+        let Some(db) = self.db().await else { return false };
+        match tokio::time::timeout(CALL_TIMEOUT, robotsgate_history::gate::is_released(&db.pool, site, key)).await {
+            Ok(Ok(released)) => released,
+            Ok(Err(e)) => {
+                self.failed("reading releases", e.to_string()).await;
+                false
+            }
+            Err(_) => {
+                self.failed("reading releases", "timed out".into()).await;
+                false
+            }
+        }
+    }
+
+    /// Records a release of `key` of `site` (every held outcome of the site
+    /// when `None`) by `by`; the outcomes released, or why it failed.
+    pub async fn release(&self, site: &str, key: Option<&str>, by: &str) -> Result<Vec<String>, String> {
+        let Some(db) = self.db().await else { return Err("the database cannot be reached".into()) };
+        let write = async {
+            let mut conn = db.pool.acquire().await?;
+            robotsgate_history::gate::release(&mut conn, site, key, by, to_millis(SystemTime::now())).await
+        };
+        match tokio::time::timeout(CALL_TIMEOUT, write).await {
+            Ok(Ok(released)) => Ok(released),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("the database timed out".into()),
+        }
+    }
+}
+
+fn to_millis(at: SystemTime) -> i64 {
+    i64::try_from(at.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()).unwrap_or(i64::MAX)
+}

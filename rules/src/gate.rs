@@ -162,7 +162,7 @@ pub fn judged(new: &Policy) -> bool {
 /// let new = file("User-agent: *\nDisallow: /\n");
 /// let floor = Floor { urls: vec!["/".into()], agents: vec!["Googlebot".into()] };
 /// let found = breaches(&old, &new, &[], &floor);
-/// assert_eq!(found[0].to_string(), "it disallows / for Googlebot (line 2: disallow: /); the last good copy allowed it");
+/// assert_eq!(found[0].to_string(), "it disallows / for Googlebot (line 2: Disallow: /); the last good copy allowed it");
 /// ```
 pub fn breaches(old: &Policy, new: &Policy, pins: &[Pin], floor: &Floor) -> Vec<Breach> {
     if !judged(new) {

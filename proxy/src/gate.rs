@@ -1,0 +1,98 @@
+//! The gate at the edge: before the refresher adopts a new origin outcome
+//! (a new body, or a 4xx that means "no file"), it asks
+//! [`rules::gate::breaches`] whether the change breaks a pin or the floor.
+//! A change that does is held: crawlers keep the last good copy, served
+//! with `X-Robots-Source: held`, until the owner releases exactly that
+//! outcome (the admin API's `POST /release`, or through the database for a
+//! fleet), the pins change, or the copy passes `max_staleness`.
+//!
+//! This module holds what the gateway knows of one site's gate: its
+//! declarations, and the change it holds. The judgement runs on refresh,
+//! never on the request path.
+
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use rules::gate::{Breach, Floor, Mode, Pin};
+
+/// One site's declarations.
+#[derive(Clone, Debug, Default)]
+pub struct Declared {
+    /// `hold`, `warn` or `off`.
+    pub mode: Mode,
+    /// Pins, expanded to (URL, crawler) pairs.
+    pub pins: Vec<Pin>,
+    /// The floor.
+    pub floor: Floor,
+}
+
+impl Declared {
+    /// The declarations of `site` in the config.
+    pub fn of(site: &robotsgate_config::Site, config: &robotsgate_config::Config) -> Declared {
+        let catalogue = config.catalogue().unwrap_or_else(|_| robotsgate_crawlers::Catalogue::builtin().clone());
+        Declared {
+            mode: site.gate.gate(),
+            pins: site.pins(config.agents_of(site), &catalogue),
+            floor: site.floor(&catalogue),
+        }
+    }
+}
+
+/// A change the gate holds.
+#[derive(Clone, Debug)]
+pub struct Hold {
+    /// The held outcome: the body's hash, or `status:NNN`.
+    pub key: String,
+    /// The origin's status.
+    pub status: Option<u16>,
+    /// The held body, when the origin answered with a file.
+    pub body: Option<Bytes>,
+    /// What it breaks.
+    pub breaches: Vec<Breach>,
+    /// Since when it is held.
+    pub since: SystemTime,
+}
+
+impl Hold {
+    /// One sentence: "it disallows / for Googlebot (line 3: disallow: /)…".
+    pub fn summary(&self) -> String {
+        rules::gate::summary(&self.breaches)
+    }
+
+    /// What it breaks, one declaration a line, as the database keeps it.
+    pub fn lines(&self) -> String {
+        self.breaches.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    }
+
+    /// The `/status` form.
+    pub fn json(&self) -> serde_json::Value {
+        let secs = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let breaks: Vec<_> = self
+            .breaches
+            .iter()
+            .map(|b| {
+                serde_json::json!({
+                    "url": b.url,
+                    "crawler": b.agent,
+                    "expected": b.expect.as_str(),
+                    "declared": match b.declared { rules::gate::Declared::Pin => "pin", rules::gate::Declared::Floor => "floor" },
+                    "now": b.new.to_string(),
+                    "line": b.new.rule.as_ref().map(|r| r.line),
+                    "was": b.old.to_string(),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "outcome": self.key,
+            "status": self.status,
+            "since": secs(self.since),
+            "summary": self.summary(),
+            "breaks": breaks,
+        })
+    }
+}
+
+/// The key of a fetched body, as the database names revisions.
+pub fn outcome_key(body: &[u8]) -> String {
+    robotsgate_history::body_hash(body)
+}

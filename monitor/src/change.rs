@@ -121,6 +121,52 @@ pub struct Change<'a> {
     /// Where the file now says otherwise than the site's AI policy
     /// (`proxy.ai_policy`) and did not before.
     pub ai_policy: Vec<String>,
+    /// What the change breaks of the site's pins and floor
+    /// ([`rules::gate::breaches`]), and what the gate does with it.
+    pub gate: Option<GateNote>,
+}
+
+/// A change the gate judges broken.
+#[derive(Debug)]
+pub struct GateNote {
+    /// What it breaks.
+    pub breaches: Vec<rules::gate::Breach>,
+    /// True when robots-proxy fronts the site with `gate: hold`: the change
+    /// is held at the edge. False: it is served (`gate: warn`, or no gateway).
+    pub held: bool,
+}
+
+impl GateNote {
+    /// The sentence the alert opens with.
+    pub fn sentence(&self) -> String {
+        let what = rules::gate::summary(&self.breaches);
+        if self.held {
+            format!("A change to robots.txt is held at the edge: {what}. Crawlers keep the last good copy until it is released.")
+        } else {
+            format!("This change to robots.txt would have been held at the edge: {what}.")
+        }
+    }
+}
+
+/// What the gate says of a change from `old` to `new` on `site`, judged
+/// as robots-proxy judges it; `None` when it breaks nothing or the site's
+/// gate is off.
+pub fn gate_note(
+    site: &robotsgate_config::Site,
+    agents: &[String],
+    catalogue: &robotsgate_crawlers::Catalogue,
+    old: Option<&Policy>,
+    new: &Policy,
+) -> Option<GateNote> {
+    let old = old?;
+    if site.gate == robotsgate_config::GateMode::Off {
+        return None;
+    }
+    let breaches = rules::gate::breaches(old, new, &site.pins(agents, catalogue), &site.floor(catalogue));
+    if breaches.is_empty() {
+        return None;
+    }
+    Some(GateNote { breaches, held: site.proxy.is_some() && site.gate == robotsgate_config::GateMode::Hold })
 }
 
 /// The contradictions of the site's AI policy that `new` has and `old` had
@@ -147,6 +193,9 @@ pub fn ai_contradictions(
 /// an email (content changed but no verdict moved and nothing is wrong).
 pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     let mut events: Vec<String> = Vec::new();
+    if let Some(g) = &c.gate {
+        events.push(g.sentence());
+    }
     let was_blocked = c.old.is_some_and(Policy::blocks_everything);
     match c.new {
         Policy::DisallowAll(r) if !was_blocked => events.push(format!("Crawling is blocked: {r}.")),
@@ -195,7 +244,9 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
         return None;
     }
 
-    let headline = if c.new.blocks_everything() && !was_blocked {
+    let headline = if let Some(g) = &c.gate {
+        if g.held { "change held at the edge".to_string() } else { "change would have been held".to_string() }
+    } else if c.new.blocks_everything() && !was_blocked {
         "crawling blocked".to_string()
     } else if was_blocked && !c.new.blocks_everything() {
         "recovered".to_string()
@@ -353,8 +404,9 @@ pub fn escalation(
 
 /// How much a change matters. Critical: Google stops crawling the site
 /// (robots.txt now fails with 5xx, 429 or no answer; a warning instead
-/// when `critical_after` gives the outage time) or a tested crawler may no
-/// longer fetch `/`. Warning: verdicts of saved URLs flipped, or pins
+/// when `critical_after` gives the outage time), a tested crawler may no
+/// longer fetch `/`, or the change breaks a pin or the floor (the gate
+/// holds it, or would have). Warning: verdicts of saved URLs flipped, or pins
 /// broke. Info: anything else worth an alert.
 pub fn severity(c: &Change<'_>) -> robotsgate_config::AlertSeverity {
     use robotsgate_config::AlertSeverity;
@@ -363,7 +415,7 @@ pub fn severity(c: &Change<'_>) -> robotsgate_config::AlertSeverity {
     // An outage closes `/` too; it is judged by `critical_after` instead.
     let root_lost = !c.new.blocks_everything()
         && c.flips.iter().any(|f| !f.new.allowed && &*rules::target::path_of(f.url.as_bytes()) == b"/");
-    if (outage && c.outage_critical) || root_lost {
+    if (outage && c.outage_critical) || root_lost || c.gate.is_some() {
         AlertSeverity::Critical
     } else if outage || !c.flips.is_empty() || !c.broken.is_empty() || !c.ai_policy.is_empty() {
         AlertSeverity::Warning
@@ -375,6 +427,9 @@ pub fn severity(c: &Change<'_>) -> robotsgate_config::AlertSeverity {
 /// What happened, in one sentence: the outage as Google reads it, or the
 /// first crawler and URL that changed and the line that decided.
 fn first_line(c: &Change<'_>, events: &[String]) -> String {
+    if let Some(g) = &c.gate {
+        return excerpt::line(&g.sentence(), 2 * excerpt::LINE_CHARS);
+    }
     if let Policy::DisallowAll(r) | Policy::AllowAll(r) = c.new {
         return excerpt::line(&format!("{r}."), excerpt::LINE_CHARS);
     }
@@ -467,6 +522,7 @@ mod tests {
             outage_critical: true,
             console: None,
             ai_policy: Vec::new(),
+            gate: None,
         };
         let (subject, text, html) = alert(&c).expect("an outage alerts");
         assert_eq!(subject, "[robotsgate] shop: crawling blocked");
@@ -498,6 +554,7 @@ mod tests {
             outage_critical: true,
             console: None,
             ai_policy: Vec::new(),
+            gate: None,
         };
         assert!(alert(&c).is_none());
     }
@@ -552,6 +609,7 @@ mod tests {
             outage_critical: true,
             console: None,
             ai_policy: found_for(&settings, &blocked, &prepended),
+            gate: None,
         };
         let (subject, text, _) = alert(&c).expect("an alert");
         assert!(text.contains("robots.txt now contradicts the site's AI policy"), "{subject}\n{text}");

@@ -15,6 +15,7 @@ pub mod links;
 pub mod mail;
 pub mod metrics;
 pub mod monitor;
+pub mod release;
 pub mod report;
 pub mod store;
 pub mod watch;

@@ -113,6 +113,16 @@ enum Command {
         #[arg(long, default_value = "text")]
         format: String,
     },
+    /// Release a change the gate holds at the edge: every gateway sharing
+    /// the database serves it at its next refresh. Without REVISION, every
+    /// change held for the site now; with it, that revision's exact body
+    /// (held already, or ahead of its deploy).
+    Release {
+        /// The site's name.
+        site: String,
+        /// The revision id (see `history`, or the alert's console link).
+        revision: Option<i64>,
+    },
     /// Load and validate the configuration, then exit.
     CheckConfig,
     #[command(flatten)]
@@ -192,6 +202,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let _ = c.await;
             }
             drop(stop_rx);
+        }
+        Command::Release { site, revision } => {
+            let released = monitor::release::release(&m, &site, revision, "robots-monitor release").await?;
+            writeln!(stdout, "{}", released.notice)?;
+            for outcome in &released.outcomes {
+                writeln!(stdout, "  {outcome}")?;
+            }
         }
         Command::Serve { listen } => {
             let listen = listen

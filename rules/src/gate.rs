@@ -151,8 +151,8 @@ pub fn judged(new: &Policy) -> bool {
 }
 
 /// Every pin and floor declaration that `new` breaks and `old` (the last
-/// good policy) kept, pins first, each in declaration order. Empty when
-/// `new` may be adopted.
+/// good policy) kept: those of the site's root first, then pins, then the
+/// floor, each in declaration order. Empty when `new` may be adopted.
 ///
 /// ```
 /// use rules::{FetchOutcome, Policy};
@@ -203,6 +203,8 @@ pub fn breaches(old: &Policy, new: &Policy, pins: &[Pin], floor: &Floor) -> Vec<
             check(url, agent, Expect::Allowed, Declared::Floor);
         }
     }
+    // The site's root first: losing it is the disaster an alert opens with.
+    out.sort_by_key(|b| &*crate::target::path_of(b.url.as_bytes()) != b"/");
     out
 }
 

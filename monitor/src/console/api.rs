@@ -12,20 +12,21 @@ use super::problem::{Problem, problem};
 /// The OpenAPI document.
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "robotsgate console API", description = "The robots-monitor console's data as JSON: sites, revisions, alerts and the robots.txt tester. Errors are RFC 9457 problem documents."),
+    info(title = "robotsgate console API", description = "The robots-monitor console's data as JSON: sites, revisions, alerts, the gate's releases and the robots.txt tester. Errors are RFC 9457 problem documents."),
     paths(
         super::pages::api_sites,
         super::pages::api_site,
         super::pages::api_revision,
         super::pages::api_alerts,
         super::pages::api_retry_alert,
+        super::pages::api_release,
         super::pages::api_test_get,
         super::pages::api_test_post,
         super::compliance::api_overview,
         super::compliance::api_site,
         openapi_json,
     ),
-    components(schemas(Problem, SitesList, Retried)),
+    components(schemas(Problem, SitesList, Retried, crate::release::Released)),
     modifiers(&AdminToken)
 )]
 #[derive(Debug)]

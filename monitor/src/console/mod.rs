@@ -36,6 +36,8 @@ pub fn router(monitor: Arc<Monitor>) -> Router {
         .route("/sites/{name}/revisions/{id}", get(pages::revision))
         .route("/sites/{name}/revisions/{id}/raw", get(pages::raw_revision))
         .route("/sites/{name}/revisions/by-hash/{hash}", get(pages::revision_by_hash))
+        .route("/sites/{name}/release", axum::routing::post(pages::release_page))
+        .route("/api/sites/{name}/release", axum::routing::post(pages::api_release))
         .route("/alerts", get(pages::alerts))
         .route("/alerts/{id}/retry", axum::routing::post(pages::retry_alert))
         .route("/api/alerts", get(pages::api_alerts))

@@ -163,6 +163,59 @@ pub(crate) struct SitePage {
     days: Vec<DayCell>,
     states: Vec<StateView>,
     verdicts: Vec<VerdictView>,
+    /// Changes the gate holds at the edge now.
+    held: Vec<HeldView>,
+    /// What a release just did.
+    notice: Option<String>,
+}
+
+/// A change the gate holds: what it breaks, since when, and its diff
+/// against the last good copy.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct HeldView {
+    /// The held body's hash, or `status:NNN`.
+    outcome: String,
+    /// Since when a gateway holds it (UTC).
+    since: String,
+    /// What it breaks, one declaration a line.
+    breaks: Vec<String>,
+    /// Its revision's page, when it is a body.
+    href: Option<String>,
+    /// The change against the last good copy, as a unified diff.
+    diff: String,
+}
+
+async fn held_views(m: &Monitor, name: &str) -> Result<Vec<HeldView>, Failure> {
+    let holds = crate::release::held(m, name).await.map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    let good = robotsgate_history::latest(m.store().pool(), name, 1)
+        .await
+        .map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
+        .into_iter()
+        .next()
+        .map(|s| s.body)
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for h in holds {
+        let id = match h.status {
+            Some(s) if h.outcome == robotsgate_history::gate::outcome_of_status(s) => None,
+            _ => m.store().revision_by_hash(name, &h.outcome).await?,
+        };
+        let diff = match id {
+            Some(id) => {
+                let body = m.store().revision_body(name, id).await?.unwrap_or_default();
+                crate::excerpt::diff(name, &good, &body)
+            }
+            None => format!("robots.txt answered {}: no file, everything allowed\n", h.status.unwrap_or(404)),
+        };
+        out.push(HeldView {
+            since: when(Some(h.first_held)),
+            breaks: h.breaks.lines().map(str::to_string).collect(),
+            href: id.map(|id| format!("/sites/{}/revisions/{id}", encode(name))),
+            outcome: h.outcome,
+            diff,
+        });
+    }
+    Ok(out)
 }
 
 fn day_class(worst: &str) -> &'static str {
@@ -275,7 +328,8 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
         robotsgate_config::Source::File(p) => p.display().to_string(),
         robotsgate_config::Source::None => String::new(),
     };
-    Ok(SitePage { name: name.to_string(), location, state, detail, days, states, verdicts })
+    let held = held_views(m, name).await?;
+    Ok(SitePage { name: name.to_string(), location, state, detail, days, states, verdicts, held, notice: None })
 }
 
 /// `GET /sites/{name}`: the 30-day strip, the timeline, today's verdicts.
@@ -678,6 +732,77 @@ pub async fn api_retry_alert(
         .unwrap_or_default();
     let notice = retry(&m, id, token).await?;
     Ok(Json(Retried { retried: id, notice }).into_response())
+}
+
+/// The release form's fields.
+#[derive(serde::Deserialize)]
+pub struct ReleaseForm {
+    #[serde(default)]
+    token: String,
+    /// A revision id; empty for every change held now.
+    #[serde(default)]
+    revision: String,
+}
+
+async fn release(m: &Monitor, name: &str, revision: Option<i64>, token: &str) -> Result<crate::release::Released, Failure> {
+    if !super::alerts::authorised(token) {
+        return Err(Failure(StatusCode::FORBIDDEN, "releasing needs the admin token (ROBOTSGATE_ADMIN_TOKEN)".into()));
+    }
+    use crate::release::ReleaseError;
+    crate::release::release(m, name, revision, "the console").await.map_err(|e| match e {
+        ReleaseError::NoSite(_) | ReleaseError::NoRevision(..) => Failure(StatusCode::NOT_FOUND, e.to_string()),
+        ReleaseError::NothingHeld(_) => Failure(StatusCode::CONFLICT, e.to_string()),
+        ReleaseError::Database(_) => Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    })
+}
+
+/// `POST /sites/{name}/release` (form with `token` and an optional `revision`).
+pub async fn release_page(
+    State(m): App,
+    Path(name): Path<String>,
+    Form(form): Form<ReleaseForm>,
+) -> Result<Html<String>, Failure> {
+    let revision = match form.revision.trim() {
+        "" => None,
+        id => Some(id.parse::<i64>().map_err(|_| Failure(StatusCode::BAD_REQUEST, format!("`{id}` is no revision id")))?),
+    };
+    let released = release(&m, &name, revision, &form.token).await?;
+    let mut page = site_page(&m, &name).await?;
+    page.notice = Some(released.notice);
+    render(&page)
+}
+
+/// Which revision to release, for `POST /api/sites/{name}/release`.
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseQuery {
+    /// The revision id; without it, every change held for the site now.
+    revision: Option<i64>,
+}
+
+/// `POST /api/sites/{name}/release` with `Authorization: Bearer TOKEN`.
+#[utoipa::path(post, path = "/api/sites/{name}/release",
+    params(("name" = String, Path, description = "The site's name in the config"), ReleaseQuery),
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "Released: every gateway sharing the database serves it at its next refresh", body = crate::release::Released),
+        (status = 403, description = "No or a wrong admin token", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such site or revision", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Nothing is held for the site", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn api_release(
+    State(m): App,
+    Path(name): Path<String>,
+    axum::extract::Query(query): axum::extract::Query<ReleaseQuery>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, Failure> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    Ok(Json(release(&m, &name, query.revision, token).await?).into_response())
 }
 
 /// `GET /static/console.css`.

@@ -1,6 +1,11 @@
 //! `robots diff OLD NEW`: the unified text diff, then every verdict that
 //! flips for the given crawlers and URLs. Exit code 1 when any verdict
 //! flips: the dry run to put in CI before a robots.txt change ships.
+//!
+//! With `--config FILE [--site NAME]`, the site's pins and floor are
+//! judged too, by the same judgement robots-proxy's gate holds changes
+//! with ([`rules::gate`]), and in the same words: a pull request can be
+//! refused before the deploy that the gateway would hold.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -15,18 +20,61 @@ pub struct Args {
     old: PathBuf,
     /// The robots.txt as it would be.
     new: PathBuf,
-    /// A crawler to test; repeat for several.
-    #[arg(long = "agent", short = 'a', required = true)]
+    /// A crawler to test; repeat for several (default with --config: the
+    /// site's crawlers).
+    #[arg(long = "agent", short = 'a', required_unless_present = "config")]
     agents: Vec<String>,
-    /// A file of URLs (or paths), one per line; `-` for stdin.
+    /// A file of URLs (or paths), one per line; `-` for stdin (default
+    /// with --config: the site's saved URLs).
+    #[arg(long, required_unless_present = "config")]
+    urls: Option<PathBuf>,
+    /// The robotsgate config whose pins and floor the change must keep,
+    /// as the gate judges it.
     #[arg(long)]
-    urls: PathBuf,
+    config: Option<PathBuf>,
+    /// The site of --config (needed when it lists several).
+    #[arg(long, requires = "config")]
+    site: Option<String>,
+}
+
+/// The site's declarations, from `--config` and `--site`.
+struct Declared {
+    site: robotsgate_config::Site,
+    agents: Vec<String>,
+    catalogue: robotsgate_crawlers::Catalogue,
+}
+
+fn declared(args: &Args) -> anyhow::Result<Option<Declared>> {
+    let Some(path) = &args.config else { return Ok(None) };
+    let config = robotsgate_config::Config::load(path)?;
+    let site = match &args.site {
+        Some(name) => config
+            .sites
+            .iter()
+            .find(|s| &s.name == name)
+            .with_context(|| format!("{}: no site named `{name}`", path.display()))?,
+        None => match config.sites.as_slice() {
+            [only] => only,
+            _ => anyhow::bail!("{}: lists {} sites; name one with --site", path.display(), config.sites.len()),
+        },
+    };
+    let catalogue = config.catalogue().with_context(|| format!("{}: `crawlers`", path.display()))?;
+    Ok(Some(Declared { site: site.clone(), agents: config.agents_of(site).to_vec(), catalogue }))
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let old = super::read_robots(&args.old)?;
     let new = super::read_robots(&args.new)?;
-    let urls = read_urls(&args.urls)?;
+    let declared = declared(args)?;
+    let urls = match (&args.urls, &declared) {
+        (Some(path), _) => read_urls(path)?,
+        (None, Some(d)) => d.site.url_sets.values().flatten().map(|e| e.url().to_string()).collect(),
+        (None, None) => Vec::new(),
+    };
+    let agents = match (&declared, args.agents.is_empty()) {
+        (Some(d), true) => d.agents.clone(),
+        _ => args.agents.clone(),
+    };
     let text_diff = similar::TextDiff::from_lines(&*String::from_utf8_lossy(&old), &*String::from_utf8_lossy(&new))
         .unified_diff()
         .context_radius(2)
@@ -38,17 +86,45 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         print!("{text_diff}");
     }
     let as_policy = |body: Vec<u8>| Policy::from_fetch(&FetchOutcome::status(200).with_body(body));
-    let flipped = flips(&as_policy(old), &as_policy(new), &urls, &args.agents);
+    let (old, new) = (as_policy(old), as_policy(new));
+    let flipped = flips(&old, &new, &urls, &agents);
+    let grid = format!("{} x {}", plural(urls.len(), "URL", "URLs"), plural(agents.len(), "crawler", "crawlers"));
     println!();
     if flipped.is_empty() {
-        println!("no verdict flips for {} URLs x {} crawlers", urls.len(), args.agents.len());
-        return Ok(ExitCode::SUCCESS);
+        println!("no verdict flips for {grid}");
+    } else {
+        println!("{} for {grid}:", plural(flipped.len(), "verdict flip", "verdict flips"));
+        for f in &flipped {
+            println!("  {}  {}\n    was {}\n    now {}", f.agent, f.url, f.old, f.new);
+        }
     }
-    println!("{} verdict flips for {} URLs x {} crawlers:", flipped.len(), urls.len(), args.agents.len());
-    for f in &flipped {
-        println!("  {}  {}\n    was {}\n    now {}", f.agent, f.url, f.old, f.new);
+    let mut held = false;
+    if let Some(d) = &declared {
+        let name = &d.site.name;
+        let breaches = match d.site.gate {
+            robotsgate_config::GateMode::Off => Vec::new(),
+            _ => rules::gate::breaches(&old, &new, &d.site.pins(&d.agents, &d.catalogue), &d.site.floor(&d.catalogue)),
+        };
+        println!();
+        if d.site.gate == robotsgate_config::GateMode::Off {
+            println!("the gate is off for {name}: nothing is judged");
+        } else if breaches.is_empty() {
+            println!("the gate would pass this change for {name}: it breaks no pin and not the floor");
+        } else {
+            let verb = if d.site.gate == robotsgate_config::GateMode::Hold { "hold" } else { "warn of" };
+            println!("the gate would {verb} this change for {name}: {}", rules::gate::summary(&breaches));
+            for b in &breaches {
+                println!("  {b}");
+            }
+            held = true;
+        }
     }
-    Ok(ExitCode::from(1))
+    Ok(if flipped.is_empty() && !held { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `n` and the noun that agrees with it.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn read_urls(path: &Path) -> anyhow::Result<Vec<String>> {

@@ -157,7 +157,7 @@ fn diff_prints_text_diff_and_flips() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("+Disallow: /products/"), "{text}");
-    assert!(text.contains("1 verdict flips for 3 URLs x 1 crawlers"), "{text}");
+    assert!(text.contains("1 verdict flip for 3 URLs x 1 crawler:"), "{text}");
     assert!(text.contains("now disallowed (line 3: Disallow: /products/)"), "{text}");
     let same = [
         "diff",
@@ -171,6 +171,38 @@ fn diff_prints_text_diff_and_flips() {
     let out = robots(&same, b"");
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("no verdict flips"));
+}
+
+/// `robots diff --config`: the site's pins and floor, judged as the
+/// gateway's gate judges them, in the same words; exit 1 when it would hold.
+#[test]
+fn diff_with_config_judges_the_gate() {
+    let old = temp_file("gate-old.txt", b"User-agent: *\nDisallow: /private/\n");
+    let new = temp_file("gate-new.txt", b"# deploy\nUser-agent: *\nDisallow: /\n");
+    let fine = temp_file("gate-fine.txt", b"User-agent: *\nDisallow: /private/\nDisallow: /cart\n");
+    let config = temp_file(
+        "gate.yaml",
+        b"agents: [Googlebot]\nsites:\n  - name: shop\n    url: https://shop.example/robots.txt\n    url_sets:\n      main:\n        - /products/\n        - { url: /private/x, expect: disallowed }\n",
+    );
+    let run = |new: &std::path::Path| {
+        robots(&["diff", old.to_str().unwrap(), new.to_str().unwrap(), "--config", config.to_str().unwrap()], b"")
+    };
+    let out = run(&new);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("the gate would hold this change for shop: it disallows / for Googlebot (line 3: Disallow: /)"),
+        "{text}"
+    );
+    assert!(text.contains("it disallows /products/ for bingbot"), "the floor covers the search crawlers: {text}");
+    let out = run(&fine);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("the gate would pass this change for shop"), "{text}");
+    let two = temp_file("gate-two.yaml", b"sites:\n  - { name: a, url: https://a.example/robots.txt }\n  - { name: b, url: https://b.example/robots.txt }\n");
+    let out = robots(&["diff", old.to_str().unwrap(), new.to_str().unwrap(), "--config", two.to_str().unwrap()], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("name one with --site"));
 }
 
 /// google/robotstxt-spec-test's runner waits for `robots check` to exit

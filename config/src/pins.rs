@@ -321,9 +321,8 @@ impl crate::Site {
             let mut crawlers: Vec<&str> = agents.iter().map(String::as_str).collect();
             for (key, _) in &pins.each {
                 match purpose_named(key) {
-                    Some(p) => crawlers.extend(
-                        catalogue.crawlers().iter().filter(|c| c.purpose == p).map(|c| c.token.as_str()),
-                    ),
+                    Some(p) => crawlers
+                        .extend(catalogue.crawlers().iter().filter(|c| c.purpose == p).map(|c| c.token.as_str())),
                     None => crawlers.push(key),
                 }
             }
@@ -331,7 +330,11 @@ impl crate::Site {
                 let Some(expect) = pins.of(agent, catalogue) else { continue };
                 let known = out.iter().any(|p| p.url == entry.url() && p.agent.eq_ignore_ascii_case(agent));
                 if !known {
-                    out.push(rules::gate::Pin { url: entry.url().to_string(), agent: agent.to_string(), expect: expect.gate() });
+                    out.push(rules::gate::Pin {
+                        url: entry.url().to_string(),
+                        agent: agent.to_string(),
+                        expect: expect.gate(),
+                    });
                 }
             }
         }
@@ -349,7 +352,8 @@ impl crate::Site {
                 urls.push(first.url().to_string());
             }
         }
-        let agents = catalogue.crawlers().iter().filter(|c| c.purpose == Purpose::Search).map(|c| c.token.clone()).collect();
+        let agents =
+            catalogue.crawlers().iter().filter(|c| c.purpose == Purpose::Search).map(|c| c.token.clone()).collect();
         rules::gate::Floor { urls, agents }
     }
 }
@@ -373,9 +377,8 @@ mod tests {
         let catalogue = robotsgate_crawlers::Catalogue::builtin();
         let agents = vec!["Googlebot".to_string(), "GPTBot".to_string()];
         let pins = s.pins(&agents, catalogue);
-        let of = |url: &str, agent: &str| {
-            pins.iter().find(|p| p.url == url && p.agent == agent).map(|p| p.expect.as_str())
-        };
+        let of =
+            |url: &str, agent: &str| pins.iter().find(|p| p.url == url && p.agent == agent).map(|p| p.expect.as_str());
         assert_eq!(of("/", "Googlebot"), Some("allowed"));
         assert_eq!(of("/", "bingbot"), Some("allowed"), "search expands to the catalogue's crawlers");
         assert_eq!(of("/", "GPTBot"), None, "GPTBot is no search crawler");

@@ -131,17 +131,24 @@ pub async fn holds(pool: &AnyPool, site: Option<&str>, released: bool) -> Result
     // Spelled out per case: PostgreSQL cannot type a parameter that is only
     // compared with NULL.
     let released = if released { "" } else { " AND released_at IS NULL" };
-    let columns = "SELECT site, outcome, status, breaks, first_held, last_held, released_at, released_by FROM gate_holds";
+    let columns =
+        "SELECT site, outcome, status, breaks, first_held, last_held, released_at, released_by FROM gate_holds";
     let rows = match site {
         Some(site) => {
-            sqlx::query(sqlx::AssertSqlSafe(format!("{columns} WHERE site = $1{released} ORDER BY last_held DESC, outcome")))
-                .bind(site)
-                .fetch_all(pool)
-                .await?
-        }
-        None => sqlx::query(sqlx::AssertSqlSafe(format!("{columns} WHERE 1 = 1{released} ORDER BY last_held DESC, site, outcome")))
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "{columns} WHERE site = $1{released} ORDER BY last_held DESC, outcome"
+            )))
+            .bind(site)
             .fetch_all(pool)
-            .await?,
+            .await?
+        }
+        None => {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "{columns} WHERE 1 = 1{released} ORDER BY last_held DESC, site, outcome"
+            )))
+            .fetch_all(pool)
+            .await?
+        }
     };
     rows.iter()
         .map(|r| {

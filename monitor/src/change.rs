@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use rules::gate::Expect;
 use rules::flip::Decision;
+use rules::gate::Expect;
 use rules::lint::Severity;
 use rules::{Flip, Policy, Reason};
 
@@ -141,7 +141,9 @@ impl GateNote {
     pub fn sentence(&self) -> String {
         let what = rules::gate::summary(&self.breaches);
         if self.held {
-            format!("A change to robots.txt is held at the edge: {what}. Crawlers keep the last good copy until it is released.")
+            format!(
+                "A change to robots.txt is held at the edge: {what}. Crawlers keep the last good copy until it is released."
+            )
         } else {
             format!("This change to robots.txt would have been held at the edge: {what}.")
         }

@@ -263,13 +263,7 @@ impl Monitor {
                     broken: change::broken(&policy, &site.pins(&agents, &self.catalogue)),
                     outage_critical: self.config.critical_after.is_zero(),
                     console: self.console_url(),
-                    gate: change::gate_note(
-                        site,
-                        &agents,
-                        &self.catalogue,
-                        known.as_ref().map(|k| &k.policy),
-                        &policy,
-                    ),
+                    gate: change::gate_note(site, &agents, &self.catalogue, known.as_ref().map(|k| &k.policy), &policy),
                     ai_policy: change::ai_contradictions(
                         site.proxy.as_ref().and_then(|p| p.ai_policy.as_ref()),
                         &self.catalogue,

@@ -62,12 +62,15 @@ pub async fn release(m: &Monitor, site: &str, revision: Option<i64>, by: &str) -
         }
     };
     let mut conn = pool.acquire().await?;
-    let outcomes = robotsgate_history::gate::release(&mut conn, site, outcome.as_deref(), by, crate::monitor::now_ms()).await?;
+    let outcomes =
+        robotsgate_history::gate::release(&mut conn, site, outcome.as_deref(), by, crate::monitor::now_ms()).await?;
     if outcomes.is_empty() {
         return Err(ReleaseError::NothingHeld(site.to_string()));
     }
     let notice = match revision {
-        Some(id) => format!("Revision {id} of {site} is released: every gateway sharing this database serves it at its next refresh."),
+        Some(id) => format!(
+            "Revision {id} of {site} is released: every gateway sharing this database serves it at its next refresh."
+        ),
         None => format!(
             "{} of {site} released: every gateway sharing this database serves it at its next refresh.",
             crate::change::plural(outcomes.len(), "held change", "held changes")

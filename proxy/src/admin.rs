@@ -181,7 +181,11 @@ impl Admin {
         }
         let held = self.store.health(&site).held.as_ref().map(|h| h.key.clone());
         let Some(key) = param("outcome").or(held) else {
-            return reply(409, "text/plain", format!("nothing is held for `{site}`; name the outcome to release it ahead\n"));
+            return reply(
+                409,
+                "text/plain",
+                format!("nothing is held for `{site}`; name the outcome to release it ahead\n"),
+            );
         };
         self.store.release(&site, &key);
         let fleet = match &self.shared {

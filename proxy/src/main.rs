@@ -329,8 +329,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 
     let token = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().or(settings.admin_token.clone());
-    let mut admin =
-        Service::new("robotsgate admin".to_string(), Admin { store, metrics, token, refresh_now, identity, ledger, shared: shared.clone() });
+    let mut admin = Service::new(
+        "robotsgate admin".to_string(),
+        Admin { store, metrics, token, refresh_now, identity, ledger, shared: shared.clone() },
+    );
     admin.add_tcp(&settings.admin);
 
     server.add_service(background_service("robots.txt refresher", refresher));

@@ -380,8 +380,7 @@ impl Refresher {
             Some(h) if h.key == key => h.since,
             _ => SystemTime::now(),
         };
-        let hold =
-            Arc::new(Hold { key: key.to_string(), status, body: body.cloned(), breaches, since });
+        let hold = Arc::new(Hold { key: key.to_string(), status, body: body.cloned(), breaches, since });
         if declared.mode == rules::gate::Mode::Warn {
             tracing::warn!(site = %site.name, "gate: warn: serving a change that would have been held: {}", hold.summary());
             health.would_hold = Some(hold);

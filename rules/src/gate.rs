@@ -265,7 +265,11 @@ mod tests {
         let pins = [pin("/checkout/pay", "Googlebot", Expect::Disallowed)];
         let found = breaches(&old, &gone, &pins, &floor());
         assert_eq!(found.len(), 1);
-        assert!(found[0].to_string().starts_with("it allows /checkout/pay for Googlebot (robots.txt answered 404"), "{}", found[0]);
+        assert!(
+            found[0].to_string().starts_with("it allows /checkout/pay for Googlebot (robots.txt answered 404"),
+            "{}",
+            found[0]
+        );
     }
 
     #[test]

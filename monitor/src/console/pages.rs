@@ -186,7 +186,8 @@ pub(crate) struct HeldView {
 }
 
 async fn held_views(m: &Monitor, name: &str) -> Result<Vec<HeldView>, Failure> {
-    let holds = crate::release::held(m, name).await.map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    let holds =
+        crate::release::held(m, name).await.map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     let good = robotsgate_history::latest(m.store().pool(), name, 1)
         .await
         .map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
@@ -395,10 +396,7 @@ fn saved_set(m: &Monitor, name: &str) -> Result<Vec<Saved>, String> {
             if name.strip_prefix(site.name.as_str()).and_then(|rest| rest.strip_prefix('/')) == Some(set.as_str()) {
                 return Ok(entries
                     .iter()
-                    .map(|e| Saved {
-                        url: e.url().to_string(),
-                        expect: e.expect().cloned(),
-                    })
+                    .map(|e| Saved { url: e.url().to_string(), expect: e.expect().cloned() })
                     .collect());
             }
         }
@@ -744,7 +742,12 @@ pub struct ReleaseForm {
     revision: String,
 }
 
-async fn release(m: &Monitor, name: &str, revision: Option<i64>, token: &str) -> Result<crate::release::Released, Failure> {
+async fn release(
+    m: &Monitor,
+    name: &str,
+    revision: Option<i64>,
+    token: &str,
+) -> Result<crate::release::Released, Failure> {
     if !super::alerts::authorised(token) {
         return Err(Failure(StatusCode::FORBIDDEN, "releasing needs the admin token (ROBOTSGATE_ADMIN_TOKEN)".into()));
     }
@@ -764,7 +767,9 @@ pub async fn release_page(
 ) -> Result<Html<String>, Failure> {
     let revision = match form.revision.trim() {
         "" => None,
-        id => Some(id.parse::<i64>().map_err(|_| Failure(StatusCode::BAD_REQUEST, format!("`{id}` is no revision id")))?),
+        id => {
+            Some(id.parse::<i64>().map_err(|_| Failure(StatusCode::BAD_REQUEST, format!("`{id}` is no revision id")))?)
+        }
     };
     let released = release(&m, &name, revision, &form.token).await?;
     let mut page = site_page(&m, &name).await?;

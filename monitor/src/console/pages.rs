@@ -791,6 +791,7 @@ pub struct ReleaseQuery {
     security(("admin_token" = [])),
     responses(
         (status = 200, description = "Released: every gateway sharing the database serves it at its next refresh", body = crate::release::Released),
+        (status = 400, description = "The revision is not a number, or the query names an unknown parameter", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 403, description = "No or a wrong admin token", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such site or revision", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 409, description = "Nothing is held for the site", body = super::problem::Problem, content_type = "application/problem+json"),

@@ -278,7 +278,8 @@ fn alert_mail_renders_in_chromium() {
     );
     let rig = rig_with(&dir, &email);
     // A deploy blocks /admin/login for a second reason and /checkout, which
-    // is pinned allowed: a warning with flips, a broken pin and a diff.
+    // is pinned allowed: the pin breaks, so the gate would have held it (no
+    // gateway fronts this site): critical, with flips, the pin and a diff.
     rig.origin.set("/robots.txt", Reply::ok(format!("{LIVE}Disallow: /checkout\n# <b>not markup</b>\n")));
     assert_eq!(monitor(&rig.cfg, &["once"]).status.code(), Some(0));
     let mails = smtp.wait_for(1);
@@ -291,12 +292,17 @@ fn alert_mail_renders_in_chromium() {
         c.goto(&format!("file://{}", file.display())).await.expect("the mail");
         // The banner, then a first line in words.
         let banner = c.find(Locator::Css("[data-severity]")).await.expect("a banner");
-        assert_eq!(banner.attr("data-severity").await.unwrap().as_deref(), Some("warning"));
-        assert!(banner.text().await.unwrap().starts_with("WARNING"));
+        assert_eq!(banner.attr("data-severity").await.unwrap().as_deref(), Some("critical"));
+        assert!(banner.text().await.unwrap().starts_with("CRITICAL"));
         let colour = banner.css_value("background-color").await.unwrap();
-        assert_eq!(colour, "rgba(181, 71, 8, 1)", "the warning colour");
+        assert_eq!(colour, "rgba(180, 35, 24, 1)", "the critical colour");
         let first = text(&c, "p strong").await;
-        assert!(first.starts_with("Googlebot can no longer crawl /checkout (line 3: Disallow: /checkout)"), "{first}");
+        assert!(
+            first.starts_with(
+                "This change to robots.txt would have been held at the edge: it disallows /checkout for Googlebot (line 3: Disallow: /checkout); pinned allowed"
+            ),
+            "{first}"
+        );
         // The diff: the added lines green, the deciding one marked.
         let marked = c.find_all(Locator::Css("tr[data-decides]")).await.unwrap();
         assert_eq!(marked.len(), 1, "one line decided the flips");

@@ -301,3 +301,71 @@ fn a_hold_ends_at_max_staleness() {
     assert!(eventually(20, || serves(addr, "held", GOOD)), "never held");
     assert!(eventually(20, || serves(addr, "origin", BLOCK_ALL)), "the hold outlived max_staleness");
 }
+
+/// The deploy, end to end, with both daemons on one database: the origin
+/// ships `Disallow: /`; the gateway holds it; `robots-monitor once` mails a
+/// critical alert to a real SMTP server saying so; `robots-monitor release`
+/// makes every gateway serve the new file within a refresh.
+fn the_deploy_end_to_end(db: Db, fast: bool) {
+    let Some(monitor) = support::monitor_bin() else { return };
+    let dir = temp_dir(&format!("gate-e2e-{db:?}-{fast}"));
+    let Some(database) = fresh_database(db, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(GOOD));
+    let smtp = Smtp::start(&dir.join("mail"));
+    let g = gateway(&dir, origin.addr, fast, Some(&database), "");
+    // The monitor polls the same origin, as the site's robots.txt URL.
+    let yaml = std::fs::read_to_string(&g.cfg).unwrap().replace(
+        "  - name: shop\n",
+        &format!("  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n", origin.addr.port()),
+    ) + &format!(
+        "agents: [Googlebot]\nemail:\n  host: 127.0.0.1\n  port: {}\n  security: none\n  from: robotsgate@test.example\n  to: [seo@test.example]\n",
+        smtp.port
+    );
+    let monitor_cfg = dir.join("monitor.yaml");
+    std::fs::write(&monitor_cfg, yaml).unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&monitor).arg("--config").arg(&monitor_cfg).args(args).output().unwrap();
+        assert!(out.status.success(), "robots-monitor {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    wait_serves(&g, "origin", GOOD, "first copy");
+    run(&["once"]);
+
+    origin.set("/robots.txt", Reply::ok(BLOCK_ALL));
+    wait_serves(&g, "held", GOOD, "the deploy");
+    run(&["once"]);
+    let mails = smtp.wait_for(1);
+    let mail = mails[0].replace("=\r\n", "").replace("=\n", "");
+    assert!(mail.contains("Subject: [robotsgate] shop: change held at the edge"), "{mail}");
+    assert!(mail.contains("it disallows / for Googlebot (line 3: Disallow: /)"), "{mail}");
+    let critical = scalar(&database, "SELECT COUNT(*) FROM alerts WHERE severity = 'critical'");
+    assert_eq!(critical, 1, "{db:?}");
+
+    // The ledger judges what crawlers got during the hold (the good copy):
+    // a request the held file disallows is no violation. (Log times have
+    // whole seconds: the requests come a second after the monitor's poll.)
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let out = std::process::Command::new("date").args(["-u", "+%d/%b/%Y:%H:%M:%S +0000"]).env("LC_ALL", "C").output();
+    let now = String::from_utf8(out.unwrap().stdout).unwrap().trim().to_string();
+    let log = dir.join("access.log");
+    let line = |path: &str| format!("127.0.0.1 - - [{now}] \"GET {path} HTTP/1.1\" 200 3 \"-\" \"{GOOGLEBOT}\"\n");
+    std::fs::write(&log, line("/robots.txt") + &line("/products/1")).unwrap();
+    run(&["ingest", "--site", "shop", log.to_str().unwrap()]);
+    let report = run(&["compliance", "shop"]);
+    assert!(report.contains("0 violations"), "{db:?}: the held file judged the crawler: {report}");
+
+    let said = run(&["release", "shop"]);
+    assert!(said.contains("1 held change of shop released"), "{said}");
+    wait_serves(&g, "origin", BLOCK_ALL, "after robots-monitor release");
+}
+
+#[test]
+fn the_deploy_end_to_end_on_sqlite_fast_path() {
+    the_deploy_end_to_end(Db::Sqlite, true);
+}
+
+#[test]
+fn the_deploy_end_to_end_on_postgres_pipeline() {
+    the_deploy_end_to_end(Db::Postgres, false);
+}

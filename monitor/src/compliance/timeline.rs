@@ -1,6 +1,8 @@
 //! A site's served outcomes over time, from the history: every recorded
 //! state (a file's rules, or a status read as allow all or disallow all)
-//! from the moment the monitor saw it.
+//! from the moment the monitor saw it. A change the gate held at the edge
+//! (`gate_holds`) was not served while held: crawlers kept the copy before
+//! it, so it joins the timeline when it was released, or not at all.
 
 use std::collections::HashMap;
 
@@ -13,23 +15,45 @@ use crate::store::{Store, StoreError};
 pub async fn of(store: &Store, site: &str) -> Result<(Timeline, HashMap<i64, Outcome>), StoreError> {
     let mut timeline = Timeline::new();
     let mut bodies: HashMap<i64, Outcome> = HashMap::new();
+    let mut hashes: HashMap<i64, String> = HashMap::new();
+    let holds = robotsgate_history::gate::holds(store.pool(), Some(site), true)
+        .await
+        .map_err(|source| StoreError::Query { doing: "reading the gate's holds", source })?;
     for state in store.history(site).await? {
-        let outcome = match (state.policy.as_str(), state.revision_id) {
+        let (outcome, key) = match (state.policy.as_str(), state.revision_id) {
             ("rules", Some(rev)) => match bodies.get(&rev) {
-                Some(o) => o.clone(),
+                Some(o) => (o.clone(), hashes.get(&rev).cloned()),
                 None => {
                     let body = store.revision_body(site, rev).await?.unwrap_or_default();
                     let o = Outcome::body(rev, &body);
+                    let hash = robotsgate_history::body_hash(&body);
                     bodies.insert(rev, o.clone());
-                    o
+                    hashes.insert(rev, hash.clone());
+                    (o, Some(hash))
                 }
             },
-            (policy, _) => outcome_of(policy, state.reason.as_deref().unwrap_or("")),
+            (policy, _) => {
+                let o = outcome_of(policy, state.reason.as_deref().unwrap_or(""));
+                let key = o.status.map(robotsgate_history::gate::outcome_of_status);
+                (o, key)
+            }
         };
-        timeline.push(At::ms(state.at), outcome);
+        let held = key.and_then(|k| holds.iter().find(|h| h.outcome == k && h.first_held <= state.at + HOLD_SLACK_MS));
+        match held.map(|h| h.released_at) {
+            None => timeline.push(At::ms(state.at), outcome),
+            // Served from its release on; never, while it is held.
+            Some(Some(released)) => timeline.push(At::ms(released.max(state.at)), outcome),
+            Some(None) => {}
+        }
     }
     Ok((timeline, bodies))
 }
+
+/// How much later than the monitor a gateway may first hold a change and
+/// still be holding that same change: one refresh interval or so, with
+/// room. A hold that began later than this held a later deploy of the same
+/// bytes, not this one.
+const HOLD_SLACK_MS: i64 = 60 * 60 * 1000;
 
 /// A state with no file read back as an outcome: the status its reason
 /// names, or no answer at all.

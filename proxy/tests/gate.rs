@@ -355,9 +355,53 @@ fn the_deploy_end_to_end(db: Db, fast: bool) {
     let report = run(&["compliance", "shop"]);
     assert!(report.contains("0 violations"), "{db:?}: the held file judged the crawler: {report}");
 
-    let said = run(&["release", "shop"]);
-    assert!(said.contains("1 held change of shop released"), "{said}");
-    wait_serves(&g, "origin", BLOCK_ALL, "after robots-monitor release");
+    // The console shows the hold, its diff and a release button; the
+    // compliance page marks the hold.
+    let console: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let _console = Proc(
+        std::process::Command::new(&monitor)
+            .arg("--config")
+            .arg(&monitor_cfg)
+            .args(["serve", "--listen", &console.to_string()])
+            .env("ROBOTSGATE_ADMIN_TOKEN", TOKEN)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_listening(console, 20), "the console did not start");
+    let page = request(console, "GET", "localhost", "/sites/shop", &[]).unwrap().text();
+    assert!(page.contains("Held at the edge since") && page.contains("Release this change"), "{page}");
+    assert!(page.contains("+Disallow: /") && page.contains("it disallows / for Googlebot"), "{page}");
+    let page = request(console, "GET", "localhost", "/sites/shop/compliance", &[]).unwrap().text();
+    assert!(page.contains("Held at the edge") && page.contains("now (still held)"), "{page}");
+
+    if fast {
+        let said = run(&["release", "shop"]);
+        assert!(said.contains("1 held change of shop released"), "{said}");
+    } else {
+        // The console's button: a form with the admin token.
+        let post = |token: &str| {
+            let body = format!("token={token}&revision=");
+            let mut s = std::net::TcpStream::connect(console).unwrap();
+            use std::io::{Read, Write};
+            write!(
+                s,
+                "POST /sites/shop/release HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).unwrap();
+            answer
+        };
+        assert!(post("wrong").starts_with("HTTP/1.1 403"), "a release needs the admin token");
+        let answer = post(TOKEN);
+        assert!(answer.starts_with("HTTP/1.1 200") && answer.contains("1 held change of shop released"), "{answer}");
+    }
+    wait_serves(&g, "origin", BLOCK_ALL, "after the release");
+    let page = request(console, "GET", "localhost", "/sites/shop/compliance", &[]).unwrap().text();
+    assert!(page.contains("(released)"), "{page}");
 }
 
 #[test]

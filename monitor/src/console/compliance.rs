@@ -78,6 +78,22 @@ pub struct SiteCompliance {
     pub days: Vec<Day>,
     /// Per crawler, grouped by purpose and operator.
     pub crawlers: Vec<CrawlerLine>,
+    /// When the gate held a change at the edge within the period: crawlers
+    /// were judged against the copy they got, the last good one.
+    pub holds: Vec<HoldPeriod>,
+}
+
+/// A change the gate held at the edge, and for how long.
+#[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
+pub struct HoldPeriod {
+    /// The held body's hash, or `status:NNN`.
+    pub outcome: String,
+    /// When a gateway first held it (Unix ms).
+    pub from: i64,
+    /// When it was released (Unix ms); `None` while it is held.
+    pub released: Option<i64>,
+    /// What it broke, one declaration a line.
+    pub breaks: String,
 }
 
 async fn overview(m: &Monitor, days: i64) -> anyhow::Result<Overview> {
@@ -105,8 +121,16 @@ async fn site_compliance(m: &Monitor, site: &str, days: i64) -> Result<SiteCompl
     }
     let unavailable = |e: anyhow::Error| (StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}"));
     let crawlers = report::summary(m, site, days, None).await.map_err(unavailable)?;
+    let since = crate::monitor::now_ms() - days * crate::compliance::DAY_MS;
+    let holds = robotsgate_history::gate::holds(m.store().pool(), Some(site), true)
+        .await
+        .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
+        .into_iter()
+        .filter(|h| h.released_at.is_none_or(|r| r >= since))
+        .map(|h| HoldPeriod { outcome: h.outcome, from: h.first_held, released: h.released_at, breaks: h.breaks })
+        .collect();
     let days = report::per_day(m, Some(site), days).await.map_err(unavailable)?;
-    Ok(SiteCompliance { site: site.to_string(), days, crawlers })
+    Ok(SiteCompliance { site: site.to_string(), days, crawlers, holds })
 }
 
 /// Violations (and grace) per day as an SVG bar chart.
@@ -168,6 +192,8 @@ struct SitePage {
     groups: Vec<(String, Vec<CrawlerView>)>,
     /// The crawler drilled into, if any.
     focus: Option<CrawlerView>,
+    /// Hold periods, in words.
+    holds: Vec<String>,
 }
 
 /// A crawler line as the page shows it.
@@ -259,7 +285,18 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
         return (StatusCode::NOT_FOUND, format!("no requests of `{c}` recorded on `{name}`")).into_response();
     }
     let site_href = format!("/sites/{}", encode(&name));
-    render(&SitePage { site: name, site_href, days, chart: chart(&c.days), groups, focus })
+    let stamp = |ms: i64| super::when(Some(ms));
+    let holds = c
+        .holds
+        .iter()
+        .map(|h| {
+            let until =
+                h.released.map_or_else(|| "now (still held)".to_string(), |r| format!("{} (released)", stamp(r)));
+            let first = h.breaks.lines().next().unwrap_or("it broke a pin");
+            format!("{} to {until}: {first}", stamp(h.from))
+        })
+        .collect();
+    render(&SitePage { site: name, site_href, days, chart: chart(&c.days), groups, focus, holds })
 }
 
 /// `GET /api/compliance`: every site's totals and violations per day.

@@ -120,6 +120,15 @@ impl Format {
         })
     }
 
+    /// The format's name, as `--format` takes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Format::Combined => "combined",
+            Format::Caddy => "caddy",
+            Format::Json(_) => "json",
+        }
+    }
+
     /// Reads one line (without its line end).
     pub fn read(&self, line: &[u8]) -> Result<Entry, Skip> {
         match self {
@@ -153,63 +162,96 @@ fn combined(line: &[u8]) -> Result<Entry, Skip> {
     if bytes != "-" && !bytes.bytes().all(|b| b.is_ascii_digit()) {
         return Err(malformed("the byte count is not a number"));
     }
-    // Bytes sent, then (combined) the quoted referrer and User-Agent.
+    // Bytes sent, then (combined) the quoted referrer and User-Agent. A
+    // quote that opens and never closes is a line cut short.
+    let cut = || malformed("a quoted field never ends: the line is cut short");
     let after_bytes = rest.trim_start().splitn(3, ' ').nth(2).unwrap_or("").trim_start();
-    let user_agent = match quoted(after_bytes) {
-        Some((_referer, more)) => quoted(more.trim_start()).map(|(ua, _)| ua.into_owned()).unwrap_or_default(),
-        None => String::new(),
+    let user_agent = if after_bytes.starts_with('"') {
+        let (_referer, more) = quoted(after_bytes).ok_or_else(cut)?;
+        let more = more.trim_start();
+        if more.starts_with('"') {
+            let (ua, _) = quoted(more).ok_or_else(cut)?;
+            String::from_utf8_lossy(&ua).into_owned()
+        } else {
+            String::new()
+        }
+    } else {
+        String::new()
     };
     let (method, target) = request_line(&request)?;
     Ok(Entry { at_ms, client, method, target, status, user_agent, host: None })
 }
 
-/// A quoted field with nginx's and Apache's escapes (`\"`, `\\`, `\xHH`),
+/// A quoted field with nginx's and Apache's escapes decoded to the bytes
+/// they stand for (`\"`, `\\`, `\xHH`, and Apache's `\n`, `\t`, `\r`),
 /// and what follows it. Borrowed when the field holds no escape (almost
 /// every field): a copy per field was a tenth of an import's time.
-fn quoted(s: &str) -> Option<(std::borrow::Cow<'_, str>, &str)> {
+fn quoted(s: &str) -> Option<(std::borrow::Cow<'_, [u8]>, &str)> {
     let body = s.strip_prefix('"')?;
     let end = body.find(['"', '\\'])?;
-    if body.as_bytes()[end] == b'"' {
-        return Some((std::borrow::Cow::Borrowed(&body[..end]), &body[end + 1..]));
+    let bytes = body.as_bytes();
+    if bytes[end] == b'"' {
+        return Some((std::borrow::Cow::Borrowed(&bytes[..end]), &body[end + 1..]));
     }
-    let mut out = String::from(&body[..end]);
-    let mut chars = body[end..].char_indices();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '"' => return Some((std::borrow::Cow::Owned(out), &body[end + i + 1..])),
-            '\\' => match chars.next() {
-                Some((_, 'x')) => {
-                    let hex: String = chars.by_ref().take(2).map(|(_, c)| c).collect();
-                    match u8::from_str_radix(&hex, 16) {
-                        // Kept as an escape: a byte that is not text marks
-                        // the request as no HTTP request line.
-                        Ok(b) if b.is_ascii_graphic() || b == b' ' => out.push(char::from(b)),
-                        _ => {
-                            out.push('\u{1}');
-                        }
+    let mut out = bytes[..end].to_vec();
+    let mut i = end;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            // An ASCII byte: the slice after it starts on a character.
+            b'"' => return Some((std::borrow::Cow::Owned(out), &body[i + 1..])),
+            b'\\' => {
+                let escaped = *bytes.get(i + 1)?;
+                let hex = bytes.get(i + 2..i + 4).and_then(|h| std::str::from_utf8(h).ok());
+                match (escaped, hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+                    (b'x', Some(byte)) => {
+                        out.push(byte);
+                        i += 4;
+                        continue;
                     }
+                    (b'n', _) => out.push(b'\n'),
+                    (b't', _) => out.push(b'\t'),
+                    (b'r', _) => out.push(b'\r'),
+                    (other, _) => out.push(other),
                 }
-                Some((_, e)) => out.push(e),
-                None => return None,
-            },
-            c => out.push(c),
+                i += 2;
+            }
+            other => {
+                out.push(other);
+                i += 1;
+            }
         }
     }
     None
 }
 
-/// `METHOD TARGET HTTP/x.y`; anything else is no HTTP request line.
-fn request_line(request: &str) -> Result<(String, Vec<u8>), Skip> {
-    let mut parts = request.split(' ');
-    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(Skip::NotHttp);
-    };
-    let token = !method.is_empty() && method.bytes().all(|b| b.is_ascii_uppercase() || b == b'-' || b == b'_');
-    if !token || !version.starts_with("HTTP/") || target.is_empty() || target.contains('\u{1}') {
+/// `METHOD TARGET HTTP/x.y`, where the target is everything between the
+/// first space and the last (a target with spaces is how nginx and Apache
+/// log a request they answered 400, and how a scanner's requests look);
+/// anything else is no HTTP request line. So is a request for no resource
+/// of the site: `OPTIONS *`, `PRI * HTTP/2.0`, `CONNECT host:443`, and a
+/// target with control bytes (the bytes of a TLS handshake sent to a plain
+/// port).
+fn request_line(request: &[u8]) -> Result<(String, Vec<u8>), Skip> {
+    let first = request.iter().position(|&b| b == b' ').ok_or(Skip::NotHttp)?;
+    let last = request.iter().rposition(|&b| b == b' ').ok_or(Skip::NotHttp)?;
+    if last <= first + 1 {
         return Err(Skip::NotHttp);
     }
-    Ok((method.to_string(), target.as_bytes().to_vec()))
+    let (method, target, version) = (&request[..first], &request[first + 1..last], &request[last + 1..]);
+    let token = !method.is_empty() && method.iter().all(|&b| b.is_ascii_uppercase() || b == b'-' || b == b'_');
+    if !token || !version.starts_with(b"HTTP/") || !names_a_resource(target) {
+        return Err(Skip::NotHttp);
+    }
+    Ok((String::from_utf8_lossy(method).into_owned(), target.to_vec()))
+}
+
+/// Whether a request target names a resource of a site: origin form
+/// (`/path`) or absolute form (`http://host/path`), with no control bytes.
+/// `*` (`OPTIONS *`, `PRI *`) and authority form (`CONNECT host:443`) do not.
+fn names_a_resource(target: &[u8]) -> bool {
+    let absolute = |scheme: &[u8]| target.len() > scheme.len() && target[..scheme.len()].eq_ignore_ascii_case(scheme);
+    let resource = target.first() == Some(&b'/') || absolute(b"http://") || absolute(b"https://");
+    resource && !target.iter().any(|&b| b < 0x20 || b == 0x7f)
 }
 
 /// `10/Oct/2000:13:55:36 -0700` as Unix milliseconds.
@@ -328,7 +370,7 @@ fn entry(
     }
     .map_err(|_| malformed("the client is not an IP address"))?;
     let method = method.ok_or(Skip::NotHttp)?;
-    let target = target.filter(|t| !t.is_empty()).ok_or(Skip::NotHttp)?;
+    let target = target.filter(|t| names_a_resource(t.as_bytes())).ok_or(Skip::NotHttp)?;
     let status: u16 = status.and_then(|s| s.parse().ok()).ok_or_else(|| malformed("no status"))?;
     Ok(Entry {
         at_ms,
@@ -346,7 +388,8 @@ fn caddy(line: &[u8]) -> Result<Entry, Skip> {
     let r = v.get("request").ok_or_else(|| malformed("no `request`"))?;
     entry(
         v.get("ts").and_then(json_time),
-        text(r.get("client_ip")).or_else(|| text(r.get("remote_ip"))),
+        // `remote_addr` (`ip:port`) is how Caddy up to 2.4 names the client.
+        text(r.get("client_ip")).or_else(|| text(r.get("remote_ip"))).or_else(|| text(r.get("remote_addr"))),
         text(r.get("method")),
         text(r.get("uri")),
         text(v.get("status")),
@@ -380,7 +423,7 @@ mod tests {
         let e = Format::Combined.read(line.as_bytes()).unwrap();
         assert_eq!(e.target, b"/a\"b");
         assert_eq!(e.user_agent, r#"Bot "quoted" \ A/1.0"#);
-        assert!(matches!(quoted(r#""plain" rest"#), Some((std::borrow::Cow::Borrowed("plain"), " rest"))));
+        assert!(matches!(quoted(r#""plain" rest"#), Some((std::borrow::Cow::Borrowed(b"plain"), " rest"))));
         assert!(quoted(r#""unterminated"#).is_none());
         assert!(quoted(r#""ends in \"#).is_none());
     }
@@ -458,6 +501,44 @@ mod tests {
         assert_eq!((e.at_ms, e.status, e.client.to_string()), (1_795_600_800_500, 403, "2001:db8::7".to_string()));
         assert!(matches!(Format::Caddy.read(b"{\"ts\":1"), Err(Skip::Malformed(_))));
         assert!(matches!(Format::Json(JsonFields::default()).read(b"[1,2]"), Err(Skip::Malformed(_))));
+    }
+
+    /// Lines as nginx and Apache write them for what reaches them in the
+    /// wild (written for these tests, in the shapes real logs hold).
+    #[test]
+    fn real_request_lines() {
+        let read = |request: &str, tail: &str| {
+            let line = format!("66.249.66.1 - - [25/Nov/2026:10:00:00 +0000] \"{request}\" {tail}");
+            Format::Combined.read(line.as_bytes())
+        };
+        let ok = " 200 10 \"-\" \"Googlebot/2.1\"";
+        // A target with spaces: the method is the first word, the version the last.
+        let e = read("GET /item.php?id=5 UNION SELECT * FROM users HTTP/1.1", ok).unwrap();
+        assert_eq!(e.target, b"/item.php?id=5 UNION SELECT * FROM users");
+        let e = read("GET http://www.example.test/js/app.min.js type= HTTP/1.0", " 404 0 \"-\" \"x\"").unwrap();
+        assert_eq!(e.target, b"http://www.example.test/js/app.min.js type=");
+        // nginx's and Apache's \xHH: the bytes, judged as a raw UTF-8 target is.
+        let e = read("GET /caf\\xC3\\xA9/menu HTTP/1.1", ok).unwrap();
+        assert_eq!(e.target, "/café/menu".as_bytes());
+        // Apache's \n and \t are control bytes: no request of the site.
+        assert_eq!(read("GET /a\\nb HTTP/1.1", ok), Err(Skip::NotHttp));
+        // Requests for no resource of the site.
+        for request in
+            ["CONNECT www.example.test:443 HTTP/1.1", "PRI * HTTP/2.0", "OPTIONS * HTTP/1.1", "GET  HTTP/1.1"]
+        {
+            assert_eq!(read(request, ok), Err(Skip::NotHttp), "{request}");
+        }
+        // Cut after the status, inside the User-Agent: malformed, not a request.
+        let cut = read("GET / HTTP/1.1", " 200 6182 \"-\" \"Mozilla/5.0 Apple");
+        assert!(matches!(cut, Err(Skip::Malformed(ref why)) if why.contains("cut short")), "{cut:?}");
+        let cut = read("GET / HTTP/1.1", " 200 6182 \"http://ref");
+        assert!(matches!(cut, Err(Skip::Malformed(_))), "{cut:?}");
+        // Caddy up to 2.4 names the client `remote_addr`, with its port.
+        let old = br#"{"ts":1795600800.0,"request":{"remote_addr":"66.249.66.1:51234","method":"GET","host":"shop.example","uri":"/a","headers":{"User-Agent":["Googlebot/2.1"]}},"status":200}"#;
+        assert_eq!(Format::Caddy.read(old).unwrap().client.to_string(), "66.249.66.1");
+        let star =
+            br#"{"ts":1795600800.0,"request":{"remote_ip":"1.2.3.4","method":"OPTIONS","uri":"*"},"status":200}"#;
+        assert_eq!(Format::Caddy.read(star), Err(Skip::NotHttp));
     }
 
     #[test]

@@ -254,12 +254,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 for r in &reports {
                     writeln!(
                         stdout,
-                        "{}: {} lines ({} read before), {} crawler requests judged, {} robots.txt fetches, {} other clients, {} for other hosts, {} not HTTP, {} malformed",
+                        "{}: {} lines ({} read before), {} crawler requests judged, {} robots.txt fetches, {} redirected, {} other clients, {} for other hosts, {} not HTTP, {} malformed",
                         r.path,
                         r.lines,
                         r.already,
                         r.judged,
                         r.fetches,
+                        r.redirected,
                         r.others,
                         r.other_hosts,
                         r.not_http,
@@ -269,6 +270,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         writeln!(stdout, "  line {line}: {why}")?;
                     }
                 }
+            }
+            let errors: Vec<&String> = reports.iter().filter_map(|r| r.error.as_ref()).collect();
+            for e in &errors {
+                eprintln!("robots-monitor: {e}");
+            }
+            if !errors.is_empty() {
+                return Ok(ExitCode::from(1));
             }
         }
         Command::Compliance { site, crawler, since, format } => {

@@ -105,7 +105,7 @@ fn run(db: Db) {
     drop(tail);
 
     let out = ingest(&cfg, &[&log]);
-    assert!(out.contains("12 lines (0 read before), 6 crawler requests judged, 1 robots.txt fetches, 1 other clients, 1 for other hosts, 2 not HTTP, 1 malformed"), "{out}");
+    assert!(out.contains("12 lines (0 read before), 6 crawler requests judged, 1 robots.txt fetches, 0 redirected, 1 other clients, 1 for other hosts, 2 not HTTP, 1 malformed"), "{out}");
     assert!(out.contains("line 12:"), "the malformed line by its number: {out}");
     let totals = |database: &str| (sum(database, "obeyed"), sum(database, "grace"), sum(database, "violation"));
     assert_eq!(totals(&database), (1, 1, 4), "obeyed, grace, violation");
@@ -120,7 +120,7 @@ fn run(db: Db) {
 
     // The same bytes again, and as a gzip copy: nothing new.
     let out = ingest(&cfg, &[&log]);
-    assert!(out.contains("0 lines (12 read before)"), "{out}");
+    assert!(out.contains("0 lines (14 read before)"), "{out}");
     let gz = dir.join("access.log.1.gz");
     let status =
         Command::new("sh").arg("-c").arg(format!("gzip -c {} > {}", log.display(), gz.display())).status().unwrap();
@@ -485,4 +485,145 @@ fn console(cfg: &Path, in_chromium: bool) {
         std::fs::write(shots.join("compliance.png"), png).unwrap();
         c.close().await.unwrap();
     });
+}
+
+/// `ingest` with its exit code, standard output and standard error.
+fn ingest_raw(cfg: &Path, extra: &[&str], files: &[&Path]) -> (Option<i32>, String, String) {
+    let mut args = vec!["ingest", "--site", "shop"];
+    args.extend_from_slice(extra);
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    args.extend(files.iter().map(String::as_str));
+    let out = monitor(cfg, &args);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What real servers write, read as GoAccess reads it: a real nginx logs a
+/// target with a space, a raw UTF-8 target (as `\xHH`), a redirected
+/// robots.txt fetch, `CONNECT` and `OPTIONS *`; then files of the shapes real
+/// logs take: no final line end, a byte-order mark, blank lines, a .gz cut
+/// short, an xz file, a first line past 64 KiB, and the wrong `--format`.
+#[test]
+fn real_log_lines() {
+    let dir = temp_dir("compliance-real-lines");
+    let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V2));
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: \"{database}\"\nagents: [Googlebot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
+            origin.addr.port()
+        ),
+    );
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+
+    let log = dir.join("access.log");
+    let Some((_nginx, addr)) = nginx(&dir, &log) else { return };
+    let ip: IpAddr = "127.0.0.2".parse().unwrap();
+    let send = |method: &str, path: &str, extra: &[(&str, &str)]| {
+        let mut headers = vec![("User-Agent", GOOGLEBOT)];
+        headers.extend_from_slice(extra);
+        request_from(Some(ip), addr, method, "shop.test", path, &headers)
+    };
+    assert_eq!(send("GET", "/robots.txt", &[]).map(|r| r.status), Some(200));
+    assert_eq!(send("GET", "/robots.txt", &[("X-Move", "1")]).map(|r| r.status), Some(301));
+    send("GET", "/news/a b", &[]); // nginx answers 400 before the headers: logged with its space, and no User-Agent
+    send("GET", "/café/menu", &[]); // logged as /caf\xC3\xA9/menu: obeyed
+    send("GET", "/news/é", &[]); // a violation of Disallow: /news
+    send("CONNECT", "shop.test:443", &[]);
+    send("OPTIONS", "*", &[]);
+    assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 7));
+    let written = std::fs::read(&log).unwrap();
+    assert!(String::from_utf8_lossy(&written).contains("/caf\\xC3\\xA9/menu"), "nginx's escape");
+
+    let (code, out, err) = ingest_raw(&cfg, &[], &[&log]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("7 lines (0 read before), 2 crawler requests judged, 1 robots.txt fetches, 1 redirected, 1 other clients, 0 for other hosts, 2 not HTTP, 0 malformed"),
+        "{out}"
+    );
+    // The escaped UTF-8 targets are judged as the bytes they stand for.
+    assert_eq!(sum(&database, "violation"), 1);
+    assert_eq!(sum(&database, "obeyed"), 1);
+
+    // No final line end, a byte-order mark, blank lines: every line read.
+    let mut copy = b"\xEF\xBB\xBF".to_vec();
+    copy.extend_from_slice(&written);
+    copy.extend_from_slice(b"\n\r\n");
+    copy.extend_from_slice(&written[..written.len() - 1]);
+    let shaped = dir.join("shaped.log");
+    std::fs::write(&shaped, &copy).unwrap();
+    let (code, out, err) = ingest_raw(&cfg, &[], &[&shaped]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("14 lines (0 read before)") && out.contains(" 0 malformed"), "{out}");
+    // Read again: nothing new, the last line included.
+    let (_, out, _) = ingest_raw(&cfg, &[], &[&shaped]);
+    assert!(out.contains("0 lines (14 read before)"), "{out}");
+
+    // A .gz cut short: its readable lines count, the error is named, and the
+    // files after it are read; an xz file is named, not read as text.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    use std::io::Write;
+    let mut many = Vec::new();
+    for i in 0..200 {
+        many.extend_from_slice(&written.replace_first(b"/robots.txt", format!("/page/{i}").as_bytes()));
+    }
+    gz.write_all(&many).unwrap();
+    let gz = gz.finish().unwrap();
+    let cut = dir.join("cut.log.gz");
+    std::fs::write(&cut, &gz[..gz.len() - 40]).unwrap();
+    let xz = dir.join("old.log.xz");
+    std::fs::write(&xz, b"\xFD7zXZ\0\0\x04\xE6\xD6\xB4\x46").unwrap();
+    let after = dir.join("after.log");
+    std::fs::write(&after, written.replace_first(b"GET /robots.txt", b"GET /after")).unwrap();
+    let (code, out, err) = ingest_raw(&cfg, &[], &[&cut, &xz, &after]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(err.contains("cut.log.gz: read up to line"), "{err}");
+    assert!(err.contains("old.log.xz is xz-compressed"), "{err}");
+    let cut_lines: i64 = out
+        .lines()
+        .find(|l| l.contains("cut.log.gz:"))
+        .and_then(|l| l.split(": ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or(0);
+    assert!(cut_lines > 100, "the readable lines of the cut file count: {out}");
+    assert!(out.contains("after.log: 7 lines (0 read before)"), "the file after them is read: {out}");
+
+    // A first line past 64 KiB: one malformed line, and the rest read.
+    let mut long = vec![b'x'; 70 * 1024];
+    long.push(b'\n');
+    long.extend_from_slice(&written.replace_first(b"GET /robots.txt", b"GET /long"));
+    let long_file = dir.join("long.log");
+    std::fs::write(&long_file, &long).unwrap();
+    let (code, out, err) = ingest_raw(&cfg, &[], &[&long_file]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("8 lines (0 read before)") && out.contains(" 1 malformed"), "{out}");
+
+    // The wrong --format: refused, not marked read; the right one reads it all.
+    let other = dir.join("other.log");
+    std::fs::write(&other, written.replace_first(b"GET /robots.txt", b"GET /other")).unwrap();
+    let (code, _, err) = ingest_raw(&cfg, &["--format", "caddy"], &[&other]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("none of its 7 lines is a `caddy` line") && err.contains("not marked read"), "{err}");
+    let (code, out, err) = ingest_raw(&cfg, &[], &[&other]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("7 lines (0 read before)"), "{out}");
+}
+
+/// `replace_first` on bytes, for building files from a real log.
+trait ReplaceFirst {
+    fn replace_first(&self, from: &[u8], to: &[u8]) -> Vec<u8>;
+}
+
+impl ReplaceFirst for Vec<u8> {
+    fn replace_first(&self, from: &[u8], to: &[u8]) -> Vec<u8> {
+        match self.windows(from.len()).position(|w| w == from) {
+            Some(at) => [&self[..at], to, &self[at + from.len()..]].concat(),
+            None => self.clone(),
+        }
+    }
 }

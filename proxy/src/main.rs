@@ -176,6 +176,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if cli.check {
         println!("{}: {} fronted sites, listening on {:?}", cli.config.display(), fronted.len(), settings.listen);
         let catalogue = config.catalogue()?;
+        for site in config.sites.iter().filter(|s| s.proxy.is_some()) {
+            let d = proxy::gate::Declared::of(site, &config);
+            let n = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+            println!(
+                "== {}: gate {}: {}; the floor: {} x {}",
+                site.name,
+                d.mode.as_str(),
+                n(d.pins.len(), "pin (URL and crawler)", "pins (URL and crawler)"),
+                n(d.floor.urls.len(), "URL", "URLs"),
+                n(d.floor.agents.len(), "search crawler", "search crawlers"),
+            );
+        }
         for (name, p) in &fronted {
             let Some(ai) = &p.ai_policy else { continue };
             // Onto the site's fixed file if it has one; the origin's is merged

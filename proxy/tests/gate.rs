@@ -227,6 +227,18 @@ fn a_bad_pin_is_refused_with_its_line_and_key() {
     assert!(!out.status.success());
     assert!(err.contains("bad.yaml") && err.contains("line 7") && err.contains("`Googelbot`"), "{err}");
     assert!(err.contains("did you mean `Googlebot`"), "{err}");
+    // Spelled right, --check says what the gate will judge.
+    std::fs::write(&g, std::fs::read_to_string(&g).unwrap().replace("Googelbot", "search")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+        .args(["--config", g.to_str().unwrap(), "--check"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        said.contains("== shop: gate hold: 13 pins (URL and crawler); the floor: 1 URL x 13 search crawlers"),
+        "{said}"
+    );
 }
 
 /// Two gateways on one database both hold; a release through one frees

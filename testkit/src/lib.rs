@@ -452,7 +452,8 @@ pub fn wait_listening(addr: SocketAddr, secs: u64) -> bool {
 }
 
 /// nginx on a free port of 127.0.0.1 and [::1], answering every request
-/// `200 ok`, writing its `combined` access log at `log`; `None` (a skip)
+/// `200 ok` (but `/robots.txt` with an `X-Move` header: a 301), writing its
+/// `combined` access log at `log`; `None` (a skip)
 /// where nginx is not installed, outside CI.
 pub fn nginx(dir: &Path, log: &Path) -> Option<(Proc, SocketAddr)> {
     if Command::new("nginx").arg("-v").output().is_err() {
@@ -467,7 +468,8 @@ pub fn nginx(dir: &Path, log: &Path) -> Option<(Proc, SocketAddr)> {
         format!(
             "daemon off;\nmaster_process off;\npid {pid};\nerror_log {err} warn;\nevents {{ worker_connections 64; }}\n\
              http {{\n  access_log {log} combined;\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n  uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n\
-               server {{ listen 127.0.0.1:{port}; listen [::1]:{port}; server_name shop.test; location / {{ return 200 \"ok\\n\"; }} }}\n}}\n",
+               server {{ listen 127.0.0.1:{port}; listen [::1]:{port}; server_name shop.test; location / {{ return 200 \"ok\\n\"; }}\n\
+                 location = /robots.txt {{ if ($http_x_move) {{ return 301 https://www.shop.test/robots.txt; }} return 200 \"ok\\n\"; }} }}\n}}\n",
             pid = dir.join("nginx.pid").display(),
             err = dir.join("error.log").display(),
             log = log.display(),

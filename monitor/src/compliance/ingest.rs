@@ -52,6 +52,9 @@ pub struct FileReport {
     pub judged: i64,
     /// robots.txt fetches by crawlers, recorded.
     pub fetches: i64,
+    /// robots.txt fetches by crawlers answered with a redirect (3xx): the
+    /// crawler fetched again elsewhere, so they hold no file.
+    pub redirected: i64,
     /// Requests from no catalogued crawler.
     pub others: i64,
     /// Requests for another host.
@@ -62,6 +65,8 @@ pub struct FileReport {
     pub malformed: i64,
     /// The first malformed lines, with their numbers.
     pub bad_samples: Vec<(i64, String)>,
+    /// Why the file was not read to its end, or not counted at all.
+    pub error: Option<String>,
 }
 
 /// Verification for imports: the gateway's, from `proxy.identity`.
@@ -95,31 +100,65 @@ fn hosts_of(m: &Monitor, site: &str) -> Vec<String> {
     hosts.iter().map(|h| h.to_ascii_lowercase()).collect()
 }
 
-/// Opens `path`, decompressing gzip (by its magic bytes, whatever the name).
-fn open(path: &Path) -> anyhow::Result<Box<dyn BufRead + Send>> {
+/// An opened log: its lines, and whether it is compressed (a compressed
+/// file is finished: its last line counts even without a line end).
+struct Opened {
+    lines: Box<dyn BufRead + Send>,
+    compressed: bool,
+}
+
+/// Opens `path`, decompressing gzip (by its magic bytes, whatever the name);
+/// a compression it cannot read (xz, zstd, bzip2) is an error naming it,
+/// rather than hundreds of "malformed" lines.
+fn open(path: &Path) -> anyhow::Result<Opened> {
     let mut file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut magic = [0u8; 2];
-    let n = file.read(&mut magic).with_context(|| format!("reading {}", path.display()))?;
-    let head = std::io::Cursor::new(magic[..n].to_vec()).chain(file);
-    Ok(if magic[..n] == [0x1f, 0x8b] {
+    let mut magic = [0u8; 6];
+    let mut n = 0;
+    while n < magic.len() {
+        match file.read(&mut magic[n..]).with_context(|| format!("reading {}", path.display()))? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    let magic = &magic[..n];
+    for (mark, name, tool) in [
+        (&b"\xFD7zXZ\0"[..], "xz", "xz -dk"),
+        (&b"\x28\xB5\x2F\xFD"[..], "zstd", "zstd -d"),
+        (&b"BZh"[..], "bzip2", "bzip2 -dk"),
+    ] {
+        if magic.starts_with(mark) {
+            anyhow::bail!(
+                "{} is {name}-compressed, which ingest does not read; decompress it first (`{tool} {}`), or give the .gz",
+                path.display(),
+                path.display()
+            );
+        }
+    }
+    let compressed = magic.starts_with(&[0x1f, 0x8b]);
+    let head = std::io::Cursor::new(magic.to_vec()).chain(file);
+    let lines: Box<dyn BufRead + Send> = if compressed {
         Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(head)))
     } else {
         Box::new(BufReader::with_capacity(1 << 16, head))
-    })
+    };
+    Ok(Opened { lines, compressed })
 }
 
-/// A file's identity: the SHA-256 of its first complete line; `None`
-/// while it has none.
+/// A file's identity: the SHA-256 of its first complete line (of its first
+/// 64 KiB, for a longer one); `None` while it has neither.
 pub(crate) fn file_id(path: &Path) -> anyhow::Result<Option<String>> {
-    Ok(first_line(&mut open(path)?, path)?.map(|first| robotsgate_history::body_hash(&first)))
+    Ok(first_line(&mut *open(path)?.lines, path)?.map(|first| robotsgate_history::body_hash(&first)))
 }
 
-/// The first complete line `reader` holds (of at most 64 KiB), which it
-/// has then read past; `None` while there is none.
+/// The longest first line a file is known by.
+const FIRST_LINE_MAX: u64 = 64 * 1024;
+
+/// The first complete line `reader` holds, or the first 64 KiB of a longer
+/// one, which it has then read past; `None` while there is neither.
 fn first_line(reader: &mut dyn BufRead, path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
     let mut first = Vec::new();
-    reader.take(64 * 1024).read_until(b'\n', &mut first).with_context(|| format!("reading {}", path.display()))?;
-    Ok(first.ends_with(b"\n").then_some(first))
+    reader.take(FIRST_LINE_MAX).read_until(b'\n', &mut first).with_context(|| format!("reading {}", path.display()))?;
+    Ok((first.ends_with(b"\n") || first.len() as u64 == FIRST_LINE_MAX).then_some(first))
 }
 
 /// What a crawler's robots.txt fetch got, read from its log line: a 200
@@ -145,7 +184,19 @@ fn fetch_of(read: &Fetched, bodies: &HashMap<i64, Outcome>) -> Fetch {
 /// Imports `paths` for `site` in `format`, then applies retention.
 pub async fn ingest(m: &Monitor, site: &str, paths: &[PathBuf], format: &Format) -> anyhow::Result<Vec<FileReport>> {
     let mut importer = Importer::new(m, site, format.clone()).await?;
-    let reports = importer.files(m, paths).await?;
+    let mut reports = Vec::new();
+    // A file that cannot be read (a compression ingest does not read, say)
+    // is reported, and the files after it are read all the same.
+    for path in paths {
+        match importer.files(m, std::slice::from_ref(path)).await {
+            Ok(mut r) => reports.append(&mut r),
+            Err(e) => reports.push(FileReport {
+                path: path.display().to_string(),
+                error: Some(format!("{e:#}")),
+                ..FileReport::default()
+            }),
+        }
+    }
     prune(m).await?;
     Ok(reports)
 }
@@ -280,7 +331,7 @@ impl Reader {
         // Opened twice, a file truncated and written again in between
         // (copytruncate) had its new lines read against the old file's
         // offset: some counted twice, some never.
-        let mut input = open(path)?;
+        let Opened { lines: mut input, compressed } = open(path)?;
         let Some(first) = first_line(&mut input, path)? else { return Ok(report) };
         let id = robotsgate_history::body_hash(&first);
         report.file_id = id.clone();
@@ -297,27 +348,52 @@ impl Reader {
         let mut line = Vec::with_capacity(1024);
         loop {
             line.clear();
-            let n = match first.take() {
+            let read = match first.take() {
                 Some(first) => {
                     line.extend_from_slice(&first);
-                    first.len()
+                    // A first line longer than its identity: the rest of it.
+                    let more = if first.ends_with(b"\n") { Ok(0) } else { input.read_until(b'\n', &mut line) };
+                    more.map(|more| first.len() + more)
                 }
-                None => input.read_until(b'\n', &mut line).with_context(|| format!("reading {shown}"))?,
+                None => input.read_until(b'\n', &mut line),
             };
-            if n == 0 || !line.ends_with(b"\n") {
+            let n = match read {
+                Ok(n) => n,
+                // A truncated .gz, a disk error: what was read counts, and
+                // the next file is read; the error is reported.
+                Err(e) => {
+                    report.error = Some(format!("{shown}: read up to line {line_no}, then: {e}"));
+                    break;
+                }
+            };
+            if n == 0 {
+                break;
+            }
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            // A byte-order mark before the first line is no part of it.
+            let text = if line_no == 0 { text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text) } else { text };
+            // The last line has no line end: in a finished (compressed) file
+            // it is complete; in a live one, only if it reads as a whole
+            // line (a line cut short reads as malformed), else it waits for
+            // the rest.
+            if !line.ends_with(b"\n") && !compressed && matches!(format.read(text), Err(Skip::Malformed(_))) {
                 break;
             }
             offset += n as i64;
             line_no += 1;
+            // Blank lines (a line end written twice) are no lines of the log.
+            let blank = text.iter().all(u8::is_ascii_whitespace);
             if offset <= state.read_bytes {
-                report.already += 1;
+                report.already += i64::from(!blank);
+                continue;
+            }
+            state.read_bytes = offset;
+            if blank {
                 continue;
             }
             report.lines += 1;
             state.lines += 1;
-            state.read_bytes = offset;
-            let text = line.strip_suffix(b"\n").unwrap_or(&line);
-            let text = text.strip_suffix(b"\r").unwrap_or(text);
             match format.read(text) {
                 Err(Skip::NotHttp) => {
                     state.not_http += 1;
@@ -345,8 +421,12 @@ impl Reader {
                         let identity = self.verify(crawler, entry.client).await;
                         let at = At { ms: entry.at_ms, seq: u64::try_from(line_no).unwrap_or(0) };
                         let target = robotsgate_compliance::origin_form(&entry.target);
-                        if robotsgate_compliance::is_robots_fetch(target) {
+                        if robotsgate_compliance::is_robots_fetch(target) && (300..400).contains(&entry.status) {
+                            // Redirected: the file came from elsewhere, or not at all.
+                            report.redirected += 1;
+                        } else if robotsgate_compliance::is_robots_fetch(target) {
                             // Recorded, never judged; a spoofer's fetch is not the crawler's.
+                            report.fetches += 1;
                             let token = self.catalogue.crawlers()[crawler].token.clone();
                             if identity != Identity::Spoofed
                                 && let Some(outcome) = fetched(&self.timeline, at, entry.status)
@@ -361,7 +441,6 @@ impl Reader {
                                     fetches.insert(token.clone(), Fetch { at, outcome });
                                     reads.insert(token, read);
                                 }
-                                report.fetches += 1;
                             }
                         } else {
                             let window = self.catalogue.crawlers()[crawler].robots_cache();
@@ -391,15 +470,31 @@ impl Reader {
                 }
             }
             since_commit += 1;
-            if since_commit >= BATCH_LINES {
+            if since_commit >= BATCH_LINES && !(from == 0 && all_malformed(&report)) {
                 commit(m, site, &id, &shown, from, &state, &self.keyed(&mut rows), &mut reads, &mut bad).await?;
                 from = state.read_bytes;
                 since_commit = 0;
             }
         }
+        if from == 0 && all_malformed(&report) {
+            // Read with the wrong format, most likely: not marked read, so
+            // that the right `--format` can read it.
+            let why = report.bad_samples.first().map_or(String::new(), |(_, why)| format!(" (line 1: {why})"));
+            report.error = Some(format!(
+                "{shown}: none of its {} lines is a `{}` line{why}; nothing was counted, and the file is not marked read",
+                report.lines,
+                format.name()
+            ));
+            return Ok(report);
+        }
         commit(m, site, &id, &shown, from, &state, &self.keyed(&mut rows), &mut reads, &mut bad).await?;
         Ok(report)
     }
+}
+
+/// Whether every line read so far was malformed (and there were some).
+fn all_malformed(report: &FileReport) -> bool {
+    report.lines > 0 && report.malformed == report.lines
 }
 
 /// Writes what was read since the last commit, with the file's offset,

@@ -723,11 +723,7 @@ pub async fn api_retry_alert(
     Path(id): Path<i64>,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, Failure> {
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or_default();
+    let token = bearer(&headers);
     let notice = retry(&m, id, token).await?;
     Ok(Json(Retried { retried: id, notice }).into_response())
 }
@@ -803,12 +799,17 @@ pub async fn api_release(
     axum::extract::Query(query): axum::extract::Query<ReleaseQuery>,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, Failure> {
-    let token = headers
+    let token = bearer(&headers);
+    Ok(Json(release(&m, &name, query.revision, token).await?).into_response())
+}
+
+/// The token of an `Authorization: Bearer TOKEN` field; empty without one.
+fn bearer(headers: &axum::http::HeaderMap) -> &str {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or_default();
-    Ok(Json(release(&m, &name, query.revision, token).await?).into_response())
+        .unwrap_or_default()
 }
 
 /// `GET /static/console.css`.

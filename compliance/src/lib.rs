@@ -30,7 +30,7 @@ pub mod log;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rules::normal::Slashes;
+pub use rules::normal::Slashes;
 use rules::{Policy, Robots};
 
 /// RFC 9309 §2.4: crawlers should not use a cached robots.txt for more
@@ -89,10 +89,10 @@ impl Outcome {
     }
 
     /// The verdict for `target` as `agent`, the deciding line with it.
-    fn judge(&self, agent: &str, target: &[u8]) -> (bool, Option<u32>) {
+    fn judge(&self, agent: &str, target: &[u8], slashes: Slashes) -> (bool, Option<u32>) {
         match &*self.policy {
             Policy::Rules(robots) => {
-                let v = robots.crawler(agent).check_request(target, Slashes::Strict);
+                let v = robots.crawler(agent).check_request(target, slashes);
                 (v.allowed, v.rule.map(|r| r.line))
             }
             Policy::AllowAll(_) => (true, None),
@@ -247,6 +247,10 @@ pub struct Request<'a> {
     pub identity: Identity,
     /// The origin-form target (path and query), as sent.
     pub target: &'a [u8],
+    /// How the site's origin reads slashes: the path is judged in the
+    /// normal form the gateway enforces ([`rules::normal`]), so that
+    /// `//admin/` is the `/admin/` it serves, in every ledger alike.
+    pub slashes: Slashes,
 }
 
 /// A judgement.
@@ -285,7 +289,7 @@ pub fn judge(request: &Request<'_>, last_fetch: Option<&Fetch>, window: Duration
         stale,
     };
     if let Some(f) = held {
-        let verdict = f.outcome.judge(agent, request.target);
+        let verdict = f.outcome.judge(agent, request.target, request.slashes);
         let class = if verdict.0 { Class::Obeyed } else { Class::Violation };
         return decided(&f.outcome, class, verdict);
     }
@@ -293,13 +297,13 @@ pub fn judge(request: &Request<'_>, last_fetch: Option<&Fetch>, window: Duration
     let Some(current) = timeline.at(request.at) else {
         return Judgement { class: Class::Obeyed, revision: None, line: None, status: None, stale };
     };
-    let now = current.judge(agent, request.target);
+    let now = current.judge(agent, request.target, request.slashes);
     if now.0 {
         return decided(current, Class::Obeyed, now);
     }
     let to = At { ms: request.at.ms, seq: request.at.seq };
     let older = timeline.during(from, to).find_map(|o| {
-        let v = o.judge(agent, request.target);
+        let v = o.judge(agent, request.target, request.slashes);
         v.0.then_some((o, v))
     });
     match older {

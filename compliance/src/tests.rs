@@ -14,7 +14,13 @@ fn timeline() -> Timeline {
 }
 
 fn req(ms: i64, target: &'static str) -> Request<'static> {
-    Request { at: At::ms(ms), crawler: "Googlebot", identity: Identity::Verified, target: target.as_bytes() }
+    Request {
+        at: At::ms(ms),
+        crawler: "Googlebot",
+        identity: Identity::Verified,
+        target: target.as_bytes(),
+        slashes: Slashes::Merged,
+    }
 }
 
 fn fetch(ms: i64, o: Outcome) -> Fetch {

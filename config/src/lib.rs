@@ -504,6 +504,16 @@ pub enum Source {
 }
 
 impl Site {
+    /// How this site's origin reads slashes in a path, for every judgement
+    /// of a request (the gateway's enforcement and both compliance ledgers):
+    /// merged (nginx's default) unless `proxy.merge_slashes: false`.
+    pub fn slashes(&self) -> rules::normal::Slashes {
+        match &self.proxy {
+            Some(p) if !p.merge_slashes => rules::normal::Slashes::Strict,
+            _ => rules::normal::Slashes::Merged,
+        }
+    }
+
     /// Where the monitor reads this site's robots.txt.
     pub fn source(&self) -> Source {
         match (&self.url, &self.file) {

@@ -32,7 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
-use robotsgate_compliance::{At, Fetch, Identity as Judged, Outcome, Request, Timeline};
+use robotsgate_compliance::{At, Fetch, Identity as Judged, Outcome, Request, Slashes, Timeline};
 use robotsgate_config::LedgerSettings;
 use robotsgate_crawlers::Catalogue;
 use robotsgate_history::ledger::{Key, Read, Tally};
@@ -121,6 +121,7 @@ impl Ledger {
         store: Arc<RobotsStore>,
         shared: Arc<Shared>,
         metrics: Arc<Metrics>,
+        slashes: HashMap<String, Slashes>,
     ) -> (Arc<Ledger>, Judge) {
         let ledger = Arc::new(Ledger {
             buffer: Mutex::new(Vec::with_capacity(settings.queue.min(4096))),
@@ -139,6 +140,7 @@ impl Ledger {
             shared,
             flush: settings.flush,
             max_rows: settings.max_rows,
+            slashes,
         };
         (ledger, judge)
     }
@@ -242,6 +244,8 @@ pub struct Judge {
     shared: Arc<Shared>,
     flush: Duration,
     max_rows: usize,
+    /// How each site's origin reads slashes (see `Site::slashes`).
+    slashes: HashMap<String, Slashes>,
 }
 
 /// A served copy, as the judge knows it.
@@ -383,7 +387,8 @@ impl Judge {
         };
         let full = books.rows >= self.max_rows;
         let book = books.sites.entry(Arc::clone(&e.site)).or_default();
-        let request = Request { at: e.at, crawler: &e.word, identity, target };
+        let slashes = self.slashes.get(&*e.site).copied().unwrap_or_default();
+        let request = Request { at: e.at, crawler: &e.word, identity, target, slashes };
         let j = robotsgate_compliance::judge(&request, book.fetches.get(&token), window, &book.timeline);
         let key = Key {
             crawler: token,

@@ -303,6 +303,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Arc::clone(&store),
                 Arc::clone(shared),
                 Arc::clone(&metrics),
+                config.sites.iter().map(|s| (s.name.clone(), s.slashes())).collect(),
             );
             (Some(ledger), Some(judge))
         }

@@ -406,6 +406,9 @@ fn gateway_and_log_agree(fast_path: bool) {
     both(REAL, "GET", GOOGLEBOT, "/ok");
     both(REAL, "GET", GOOGLEBOT, "/nogoogle/a");
     both(REAL, "HEAD", GOOGLEBOT, "/%6Eogoogle/b");
+    // The origin merges slashes (nginx's default, and the site's): the
+    // same resource, judged the same by both ledgers, never laundered.
+    both(REAL, "GET", GOOGLEBOT, "//nogoogle/d");
     both(SPOOFER, "GET", GOOGLEBOT, "/robots.txt");
     both(SPOOFER, "GET", GOOGLEBOT, "/private/x");
     both(SPOOFER, "GET", GOOGLEBOT, "/nogoogle/c");
@@ -423,12 +426,16 @@ fn gateway_and_log_agree(fast_path: bool) {
     both(OTHER, "GET", LONGBOT, "/news/4"); // holds v1: obeyed
     both(SPOOFER, "GET", GOOGLEBOT, "/news/5"); // anonymous, no read protects it: grace
     gate.wait_written();
-    assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 15));
+    assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 16));
     run(&["ingest", "--site", "shop", log.to_str().unwrap()]);
 
     let (from_gateway, from_log) =
         (ledger_text(&gateway_db), ledger_text(&dir.join("monitor.db").display().to_string()));
     assert!(from_gateway.contains("Googlebot verified violation line 5"), "{from_gateway}");
+    assert!(
+        from_gateway.lines().any(|l| l.starts_with("Googlebot verified violation line 5") && l.ends_with(" x3")),
+        "/nogoogle/a, /%6Eogoogle/b and //nogoogle/d: {from_gateway}"
+    );
     assert!(from_gateway.contains("GPTBot unverifiable grace"), "{from_gateway}");
     assert!(from_gateway.contains("Googlebot spoofed grace"), "{from_gateway}");
     assert_eq!(from_gateway, from_log, "the gateway's ledger and the access log's");

@@ -235,6 +235,7 @@ impl Importer {
             identity: verification(m).await?,
             timeline: Timeline::new(),
             hosts: hosts_of(m, site),
+            slashes: m.site(site).map(robotsgate_config::Site::slashes).unwrap_or_default(),
         };
         let mut importer = Importer { site: site.to_string(), format, reader, fetches: HashMap::new() };
         importer.reload(m).await?;
@@ -274,6 +275,9 @@ struct Reader {
     identity: Option<robotsgate_identity::Identity>,
     timeline: Timeline,
     hosts: Vec<String>,
+    /// How the site's origin reads slashes: requests are judged in the
+    /// gateway's normal form.
+    slashes: robotsgate_compliance::Slashes,
 }
 
 impl Reader {
@@ -444,7 +448,7 @@ impl Reader {
                             }
                         } else {
                             let window = self.catalogue.crawlers()[crawler].robots_cache();
-                            let request = Request { at, crawler: &word, identity, target };
+                            let request = Request { at, crawler: &word, identity, target, slashes: self.slashes };
                             let last = fetches.get(&self.catalogue.crawlers()[crawler].token);
                             let j = robotsgate_compliance::judge(&request, last, window, &self.timeline);
                             let key = Key {

@@ -204,6 +204,9 @@ pub enum Class {
     Grace,
     /// Disallowed by everything the crawler could hold.
     Violation,
+    /// Before the site's first known robots.txt: there is no evidence of
+    /// what the crawler could hold, so no verdict (never "obeyed").
+    Unjudged,
 }
 
 impl Class {
@@ -213,6 +216,7 @@ impl Class {
             Class::Obeyed => "obeyed",
             Class::Grace => "grace",
             Class::Violation => "violation",
+            Class::Unjudged => "unjudged",
         }
     }
 
@@ -222,6 +226,7 @@ impl Class {
             "obeyed" => Class::Obeyed,
             "grace" => Class::Grace,
             "violation" => Class::Violation,
+            "unjudged" => Class::Unjudged,
             _ => return None,
         })
     }
@@ -293,9 +298,9 @@ pub fn judge(request: &Request<'_>, last_fetch: Option<&Fetch>, window: Duration
         let class = if verdict.0 { Class::Obeyed } else { Class::Violation };
         return decided(&f.outcome, class, verdict);
     }
-    // Nothing known of the site: nothing restricted the crawler.
+    // Nothing known of the site yet: no evidence either way.
     let Some(current) = timeline.at(request.at) else {
-        return Judgement { class: Class::Obeyed, revision: None, line: None, status: None, stale };
+        return Judgement { class: Class::Unjudged, revision: None, line: None, status: None, stale };
     };
     let now = current.judge(agent, request.target, request.slashes);
     if now.0 {

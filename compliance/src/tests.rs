@@ -124,12 +124,16 @@ fn a_path_cannot_be_laundered_through_another_spelling() {
 }
 
 #[test]
-fn nothing_known_is_nothing_restricted() {
-    assert_eq!(judge(&req(HOUR, "/admin"), None, DAY, &Timeline::new()).class, Class::Obeyed);
-    // Before the first outcome the timeline knows, nothing was served.
+fn nothing_known_is_no_verdict() {
+    let j = judge(&req(HOUR, "/admin"), None, DAY, &Timeline::new());
+    assert_eq!((j.class, j.revision), (Class::Unjudged, None));
+    // Before the first outcome the timeline knows, there is no evidence:
+    // never "obeyed", whatever the later file says.
     let mut t = Timeline::new();
     t.push(At::ms(5 * HOUR), Outcome::body(1, b"User-agent: *\nDisallow: /\n"));
-    assert_eq!(judge(&req(HOUR, "/a"), None, DAY, &t).class, Class::Obeyed);
+    assert_eq!(judge(&req(HOUR, "/a"), None, DAY, &t).class, Class::Unjudged);
+    assert_eq!(judge(&req(6 * HOUR, "/a"), None, DAY, &t).class, Class::Violation);
+    assert_eq!(Class::parse("unjudged"), Some(Class::Unjudged));
 }
 
 #[test]

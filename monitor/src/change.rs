@@ -451,7 +451,7 @@ fn first_line(c: &Change<'_>, events: &[String]) -> String {
 
 /// `n` and the noun that agrees with it: "1 verdict flipped", "2 verdicts
 /// flipped".
-pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
+pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 

@@ -269,6 +269,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     for (line, why) in &r.bad_samples {
                         writeln!(stdout, "  line {line}: {why}")?;
                     }
+                    if r.unjudged > 0 {
+                        writeln!(
+                            stdout,
+                            "  {} came before the first robots.txt robotsgate knows of {site}: unjudged, not obeyed (there is no evidence of what the crawler could hold)",
+                            monitor::change::plural(
+                                usize::try_from(r.unjudged).unwrap_or(0),
+                                "crawler request",
+                                "crawler requests"
+                            )
+                        )?;
+                    }
                 }
             }
             let errors: Vec<&String> = reports.iter().filter_map(|r| r.error.as_ref()).collect();

@@ -627,3 +627,48 @@ impl ReplaceFirst for Vec<u8> {
         }
     }
 }
+
+/// A new user's first hour: a log imported before the first poll has no
+/// evidence of what crawlers could hold. Its requests are `unjudged` on
+/// every surface, never "obeyed" (GPTBot included, which every revision
+/// disallows); requests after the first poll are judged.
+#[test]
+fn before_the_first_poll_nothing_is_obeyed() {
+    let dir = temp_dir("compliance-unjudged");
+    let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok("User-agent: GPTBot\nDisallow: /\n"));
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: \"{database}\"\nagents: [GPTBot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
+            origin.addr.port()
+        ),
+    );
+    let log = dir.join("access.log");
+    let Some((_nginx, addr)) = nginx(&dir, &log) else { return };
+    get("127.0.0.3", addr, "GET", "/robots.txt", GPTBOT);
+    get("127.0.0.3", addr, "GET", "/a", GPTBOT);
+    get("127.0.0.3", addr, "GET", "/b", GPTBOT);
+    assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 3));
+    let out = ingest(&cfg, &[&log]);
+    assert!(out.contains("2 crawler requests judged"), "{out}");
+    assert!(
+        out.contains("2 crawler requests came before the first robots.txt robotsgate knows of shop: unjudged"),
+        "{out}"
+    );
+    assert_eq!((sum(&database, "obeyed"), sum(&database, "unjudged")), (0, 2));
+    let report = String::from_utf8(monitor(&cfg, &["compliance", "shop"]).stdout).unwrap();
+    assert!(report.contains("2 requests, 0 obeyed, 0 in grace, 0 violations, 2 unjudged"), "{report}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&monitor(&cfg, &["compliance", "shop", "--format", "json"]).stdout).unwrap();
+    assert_eq!(json[0]["unjudged"], 2, "{json}");
+
+    // The first poll; what comes after it is judged.
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    get("127.0.0.3", addr, "GET", "/c", GPTBOT);
+    assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 4));
+    ingest(&cfg, &[&log]);
+    assert_eq!((sum(&database, "violation"), sum(&database, "unjudged")), (1, 2));
+}

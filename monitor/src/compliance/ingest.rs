@@ -50,6 +50,8 @@ pub struct FileReport {
     pub already: i64,
     /// Crawler requests judged.
     pub judged: i64,
+    /// Of them, before the site's first known robots.txt: no verdict.
+    pub unjudged: i64,
     /// robots.txt fetches by crawlers, recorded.
     pub fetches: i64,
     /// robots.txt fetches by crawlers answered with a redirect (3xx): the
@@ -165,7 +167,9 @@ fn first_line(reader: &mut dyn BufRead, path: &Path) -> anyhow::Result<Option<Ve
 /// or 304 got what the site served then; another status is that status.
 fn fetched(timeline: &Timeline, at: At, status: u16) -> Option<Outcome> {
     match status {
-        200 | 304 => Some(timeline.at(at).cloned().unwrap_or_else(|| Outcome::status(200))),
+        // Before the site's first known state, what a 200 carried is
+        // unknown: no evidence, so no read to judge by.
+        200 | 304 => timeline.at(at).cloned(),
         300..=399 => None,
         s => Some(Outcome::status(s)),
     }
@@ -467,6 +471,7 @@ impl Reader {
                             );
                             state.judged += 1;
                             report.judged += 1;
+                            report.unjudged += i64::from(j.class == robotsgate_compliance::Class::Unjudged);
                         }
                     } else {
                         report.others += 1;

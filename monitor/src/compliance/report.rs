@@ -26,6 +26,8 @@ pub struct CrawlerLine {
     pub grace: i64,
     /// Violations.
     pub violations: i64,
+    /// Before the site's first known robots.txt: no verdict.
+    pub unjudged: i64,
     /// Requests per identity answer.
     pub identity: BTreeMap<String, i64>,
     /// Its last robots.txt read (Unix ms), if seen.
@@ -75,6 +77,7 @@ pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) 
         match r.class.as_str() {
             "obeyed" => line.obeyed += r.requests,
             "grace" => line.grace += r.requests,
+            "unjudged" => line.unjudged += r.requests,
             _ => {
                 line.violations += r.requests;
                 match line.violated.iter_mut().find(|v| {
@@ -229,7 +232,7 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64) -> String {
         let ids: Vec<String> = l.identity.iter().map(|(k, v)| format!("{v} {k}")).collect();
         let _ = writeln!(
             out,
-            "{} ({}, {}): {} requests, {} obeyed, {} in grace, {} violations [{}]",
+            "{} ({}, {}): {} requests, {} obeyed, {} in grace, {} violations{} [{}]",
             l.crawler,
             if l.operator.is_empty() { "unknown operator" } else { &l.operator },
             if l.purpose.is_empty() { "unknown purpose" } else { &l.purpose },
@@ -237,8 +240,15 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64) -> String {
             l.obeyed,
             l.grace,
             l.violations,
+            if l.unjudged > 0 { format!(", {} unjudged", l.unjudged) } else { String::new() },
             ids.join(", ")
         );
+        if l.unjudged > 0 {
+            let _ = writeln!(
+                out,
+                "  unjudged: before the first robots.txt robotsgate knows of {site}, there is no evidence of what it could hold"
+            );
+        }
         match read_words(l, now) {
             Some(read) => {
                 let _ = writeln!(out, "  last read robots.txt {read}");

@@ -54,6 +54,8 @@ pub struct SiteTotals {
     pub grace: i64,
     /// Violations.
     pub violations: i64,
+    /// Before the site's first known robots.txt: no verdict.
+    pub unjudged: i64,
     /// Violations by verified crawlers.
     pub verified_violations: i64,
     /// Requests whose claim was spoofed.
@@ -106,6 +108,7 @@ async fn overview(m: &Monitor, days: i64) -> anyhow::Result<Overview> {
             t.obeyed += l.obeyed;
             t.grace += l.grace;
             t.violations += l.violations;
+            t.unjudged += l.unjudged;
             t.verified_violations +=
                 l.violated.iter().filter(|v| v.identity == "verified").map(|v| v.requests).sum::<i64>();
             t.spoofed += l.identity.get("spoofed").copied().unwrap_or(0);

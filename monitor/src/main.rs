@@ -269,6 +269,27 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     for (line, why) in &r.bad_samples {
                         writeln!(stdout, "  line {line}: {why}")?;
                     }
+                    if r.too_old > 0 {
+                        writeln!(
+                            stdout,
+                            "  {} older than compliance_retention ({}): not judged, as the ledger would delete them at once",
+                            monitor::change::plural(
+                                usize::try_from(r.too_old).unwrap_or(0),
+                                "request is",
+                                "requests are"
+                            ),
+                            match m.config().compliance_retention.as_secs() {
+                                s if s % 86_400 == 0 => format!("{} days", s / 86_400),
+                                _ => humantime::format_duration(m.config().compliance_retention).to_string(),
+                            }
+                        )?;
+                    }
+                    if r.other_hosts > 0 && r.no_hosts {
+                        writeln!(
+                            stdout,
+                            "  the site has no host names (a `file:` site: give `proxy.hosts`), so requests for absolute URLs count for other hosts"
+                        )?;
+                    }
                     if r.unjudged > 0 {
                         writeln!(
                             stdout,
@@ -282,7 +303,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            let errors: Vec<&String> = reports.iter().filter_map(|r| r.error.as_ref()).collect();
+            let mut errors: Vec<String> = reports.iter().filter_map(|r| r.error.clone()).collect();
+            // A log entirely past retention is refused, not judged and pruned.
+            for r in reports.iter().filter(|r| r.too_old > 0 && r.judged == 0 && r.fetches == 0) {
+                errors
+                    .push(format!("{}: every request is older than compliance_retention; nothing was judged", r.path));
+            }
             for e in &errors {
                 eprintln!("robots-monitor: {e}");
             }

@@ -671,4 +671,18 @@ fn before_the_first_poll_nothing_is_obeyed() {
     assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 4));
     ingest(&cfg, &[&log]);
     assert_eq!((sum(&database, "violation"), sum(&database, "unjudged")), (1, 2));
+
+    // A log past compliance_retention (90 days) is refused, not judged and
+    // pruned in the same run.
+    let old = dir.join("2020.log");
+    std::fs::write(
+        &old,
+        format!("127.0.0.3 - - [01/Mar/2020:10:00:00 +0000] \"GET /d HTTP/1.1\" 200 3 \"-\" \"{GPTBOT}\"\n"),
+    )
+    .unwrap();
+    let out = monitor(&cfg, &["ingest", "--site", "shop", old.to_str().unwrap()]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("1 request is older than compliance_retention (90 days)"), "{stdout}");
+    assert!(stderr.contains("every request is older than compliance_retention"), "{stderr}");
 }

@@ -174,7 +174,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         bail!("{}: no site has a `proxy:` section", cli.config.display());
     }
     if cli.check {
-        println!("{}: {} fronted sites, listening on {:?}", cli.config.display(), fronted.len(), settings.listen);
+        let sites = if fronted.len() == 1 { "site" } else { "sites" };
+        println!("{}: {} fronted {sites}, listening on {:?}", cli.config.display(), fronted.len(), settings.listen);
         let catalogue = config.catalogue()?;
         for site in config.sites.iter().filter(|s| s.proxy.is_some()) {
             let d = proxy::gate::Declared::of(site, &config);

@@ -236,7 +236,7 @@ fn a_bad_pin_is_refused_with_its_line_and_key() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(
-        said.contains("== shop: gate hold: 13 pins (URL and crawler); the floor: 1 URL x 13 search crawlers"),
+        said.contains("== shop: gate hold: 14 pins (URL and crawler); the floor: 1 URL x 14 search crawlers"),
         "{said}"
     );
 }

@@ -52,6 +52,12 @@ pub struct FileReport {
     pub judged: i64,
     /// Of them, before the site's first known robots.txt: no verdict.
     pub unjudged: i64,
+    /// Requests older than `compliance_retention`: not judged, as their
+    /// rows would be deleted at once.
+    pub too_old: i64,
+    /// The site has no host names (a `file:` site without `proxy.hosts`),
+    /// so an absolute-form target cannot be placed: counted for other hosts.
+    pub no_hosts: bool,
     /// robots.txt fetches by crawlers, recorded.
     pub fetches: i64,
     /// robots.txt fetches by crawlers answered with a redirect (3xx): the
@@ -240,6 +246,8 @@ impl Importer {
             timeline: Timeline::new(),
             hosts: hosts_of(m, site),
             slashes: m.site(site).map(robotsgate_config::Site::slashes).unwrap_or_default(),
+            oldest: (crate::monitor::now_ms() - m.config().compliance_retention.as_millis() as i64).div_euclid(DAY_MS)
+                * DAY_MS,
         };
         let mut importer = Importer { site: site.to_string(), format, reader, fetches: HashMap::new() };
         importer.reload(m).await?;
@@ -282,6 +290,8 @@ struct Reader {
     /// How the site's origin reads slashes: requests are judged in the
     /// gateway's normal form.
     slashes: robotsgate_compliance::Slashes,
+    /// The oldest request time kept (Unix ms): `compliance_retention` ago.
+    oldest: i64,
 }
 
 impl Reader {
@@ -334,7 +344,7 @@ impl Reader {
         fetches: &mut HashMap<String, Fetch>,
     ) -> anyhow::Result<FileReport> {
         let shown = path.display().to_string();
-        let mut report = FileReport { path: shown.clone(), ..FileReport::default() };
+        let mut report = FileReport { path: shown.clone(), no_hosts: self.hosts.is_empty(), ..FileReport::default() };
         // The identity and the lines come from one opening of the file.
         // Opened twice, a file truncated and written again in between
         // (copytruncate) had its new lines read against the old file's
@@ -423,7 +433,10 @@ impl Reader {
                             .map_or(h, |(a, p)| if p.bytes().all(|b| b.is_ascii_digit()) { a } else { h });
                         !self.hosts.is_empty() && !self.hosts.iter().any(|x| x.eq_ignore_ascii_case(h))
                     });
-                    if other_host || !robotsgate_compliance::for_site(&entry.target, &self.hosts) {
+                    if entry.at_ms < self.oldest {
+                        // Its rows would be pruned in this same run.
+                        report.too_old += 1;
+                    } else if other_host || !robotsgate_compliance::for_site(&entry.target, &self.hosts) {
                         report.other_hosts += 1;
                     } else if let Some((crawler, word)) = self.claim(&entry.user_agent) {
                         let identity = self.verify(crawler, entry.client).await;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts the servers the integration tests use: PostgreSQL
 # (a cluster started with pg_ctlcluster, plus a role and a database), the
-# aiosmtpd SMTP server and nginx (tests start their own on loopback; nginx
-# writes the real access log the compliance import reads). Exports
+# aiosmtpd SMTP server, nginx and Apache (tests start their own on loopback;
+# they write the real access logs the compliance import reads). Exports
 # ROBOTSGATE_TEST_POSTGRES_URL for the tests. Safe to run again.
 # Meant to be sourced by scripts/test.sh.
 set -euo pipefail
@@ -11,7 +11,7 @@ sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 
 need=()
-for p in postgresql python3-aiosmtpd nginx-light pre-commit goaccess prometheus; do
+for p in postgresql python3-aiosmtpd nginx-light apache2 pre-commit goaccess prometheus; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if ((${#need[@]})); then

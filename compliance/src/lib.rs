@@ -25,6 +25,7 @@
 //! target or its normal form is ([`rules::normal`]), as the gateway
 //! enforces; an absolute-form target for another host is not this site's.
 
+pub mod layout;
 pub mod log;
 
 use std::sync::Arc;

@@ -82,6 +82,14 @@ pub enum Format {
     Caddy,
     /// One JSON object a line, with these field names.
     Json(JsonFields),
+    /// A layout of the server's own (`nginx`, `apache`) or a named one
+    /// (`vhost_combined`).
+    Layout {
+        /// `nginx`, `apache` or `vhost_combined`.
+        kind: &'static str,
+        /// The layout.
+        layout: crate::layout::Layout,
+    },
 }
 
 impl Format {
@@ -116,8 +124,28 @@ impl Format {
                 }
                 Format::Json(f)
             }
-            other => return Err(format!("`{other}`: use combined, common, caddy or json")),
+            "vhost_combined" => {
+                Format::Layout { kind: "vhost_combined", layout: crate::layout::Layout::vhost_combined() }
+            }
+            "nginx" | "apache" => {
+                return Err(format!("`{name}`: give the server's own layout too (`layout:`, or --layout)"));
+            }
+            other => {
+                return Err(format!("`{other}`: use combined, common, vhost_combined, caddy, json, nginx or apache"));
+            }
         })
+    }
+
+    /// A layout of the server's own: `kind` is `nginx` (a `log_format`'s
+    /// text) or `apache` (a `LogFormat`'s).
+    pub fn with_layout(kind: &str, text: &str) -> Result<Format, String> {
+        let layout = match kind {
+            "nginx" => crate::layout::Layout::nginx(text),
+            "apache" => crate::layout::Layout::apache(text),
+            other => return Err(format!("`{other}` takes no layout: give `nginx` or `apache` with one")),
+        }
+        .map_err(|e| format!("the {kind} layout: {e}"))?;
+        Ok(Format::Layout { kind: if kind == "nginx" { "nginx" } else { "apache" }, layout })
     }
 
     /// The format's name, as `--format` takes it.
@@ -126,6 +154,7 @@ impl Format {
             Format::Combined => "combined",
             Format::Caddy => "caddy",
             Format::Json(_) => "json",
+            Format::Layout { kind, .. } => kind,
         }
     }
 
@@ -135,6 +164,7 @@ impl Format {
             Format::Combined => combined(line),
             Format::Caddy => caddy(line),
             Format::Json(fields) => json_line(line, fields),
+            Format::Layout { layout, .. } => layout.read(line),
         }
     }
 }
@@ -187,7 +217,11 @@ fn combined(line: &[u8]) -> Result<Entry, Skip> {
 /// and what follows it. Borrowed when the field holds no escape (almost
 /// every field): a copy per field was a tenth of an import's time.
 fn quoted(s: &str) -> Option<(std::borrow::Cow<'_, [u8]>, &str)> {
-    let body = s.strip_prefix('"')?;
+    quoted_body(s.strip_prefix('"')?)
+}
+
+/// [`quoted`] after its opening quote.
+pub(crate) fn quoted_body(body: &str) -> Option<(std::borrow::Cow<'_, [u8]>, &str)> {
     let end = body.find(['"', '\\'])?;
     let bytes = body.as_bytes();
     if bytes[end] == b'"' {
@@ -231,7 +265,7 @@ fn quoted(s: &str) -> Option<(std::borrow::Cow<'_, [u8]>, &str)> {
 /// of the site: `OPTIONS *`, `PRI * HTTP/2.0`, `CONNECT host:443`, and a
 /// target with control bytes (the bytes of a TLS handshake sent to a plain
 /// port).
-fn request_line(request: &[u8]) -> Result<(String, Vec<u8>), Skip> {
+pub(crate) fn request_line(request: &[u8]) -> Result<(String, Vec<u8>), Skip> {
     let first = request.iter().position(|&b| b == b' ').ok_or(Skip::NotHttp)?;
     let last = request.iter().rposition(|&b| b == b' ').ok_or(Skip::NotHttp)?;
     if last <= first + 1 {
@@ -248,14 +282,14 @@ fn request_line(request: &[u8]) -> Result<(String, Vec<u8>), Skip> {
 /// Whether a request target names a resource of a site: origin form
 /// (`/path`) or absolute form (`http://host/path`), with no control bytes.
 /// `*` (`OPTIONS *`, `PRI *`) and authority form (`CONNECT host:443`) do not.
-fn names_a_resource(target: &[u8]) -> bool {
+pub(crate) fn names_a_resource(target: &[u8]) -> bool {
     let absolute = |scheme: &[u8]| target.len() > scheme.len() && target[..scheme.len()].eq_ignore_ascii_case(scheme);
     let resource = target.first() == Some(&b'/') || absolute(b"http://") || absolute(b"https://");
     resource && !target.iter().any(|&b| b < 0x20 || b == 0x7f)
 }
 
 /// `10/Oct/2000:13:55:36 -0700` as Unix milliseconds.
-fn clf_time(s: &str) -> Option<i64> {
+pub(crate) fn clf_time(s: &str) -> Option<i64> {
     let (date, zone) = s.split_once(' ')?;
     let mut p = date.split([':', '/']);
     let day: i64 = p.next()?.parse().ok()?;
@@ -292,7 +326,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// RFC 3339 text (`2026-11-25T10:00:00.123Z`, `…+01:00`) as Unix ms.
-fn rfc3339(s: &str) -> Option<i64> {
+pub(crate) fn rfc3339(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
         return None;

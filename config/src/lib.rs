@@ -478,10 +478,15 @@ pub struct LogSource {
     /// The live log file (its rotated copy, `PATH.1`, is read too when it
     /// holds lines not yet counted).
     pub path: PathBuf,
-    /// `combined` (nginx's and Apache's; the default), `common`, `caddy`
-    /// or `json`.
+    /// `combined` (nginx's and Apache's; the default), `common`,
+    /// `vhost_combined` (Apache's, Debian's `other_vhosts_access.log`),
+    /// `caddy`, `json`, or `nginx` / `apache` with `layout`.
     #[serde(default = "default_log_format")]
     pub format: String,
+    /// For `nginx` and `apache`: the server's own `log_format` or
+    /// `LogFormat` text, as in its configuration.
+    #[serde(default)]
+    pub layout: Option<String>,
     /// For `json`: the field names, by key (`time`, `client`, `method`,
     /// `target`, `status`, `user_agent`, `host`).
     #[serde(default)]
@@ -490,6 +495,21 @@ pub struct LogSource {
 
 fn default_log_format() -> String {
     "combined".into()
+}
+
+impl LogSource {
+    /// The reader of this log's lines; why not, naming the key at fault.
+    pub fn reader(&self) -> Result<robotsgate_compliance::log::Format, (&'static str, String)> {
+        use robotsgate_compliance::log::Format;
+        match (&self.layout, self.format.as_str()) {
+            (Some(text), kind) => Format::with_layout(kind, text).map_err(|e| {
+                let key = if matches!(kind, "nginx" | "apache") { "layout" } else { "format" };
+                (key, e)
+            }),
+            (None, name) => Format::named(name, self.fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .map_err(|e| ("format", e)),
+        }
+    }
 }
 
 /// Where the monitor reads a site's robots.txt.
@@ -945,11 +965,8 @@ impl Config {
         }
         for (i, site) in self.sites.iter().enumerate() {
             for (j, log) in site.logs.iter().enumerate() {
-                if !["combined", "common", "caddy", "json"].contains(&log.format.as_str()) {
-                    return Err(invalid(
-                        format!("sites[{i}].logs[{j}].format"),
-                        &format!("`{}`: use combined, common, caddy or json", log.format),
-                    ));
+                if let Err((key, why)) = log.reader() {
+                    return Err(invalid(format!("sites[{i}].logs[{j}].{key}"), &why));
                 }
                 const KEYS: [&str; 7] = ["time", "client", "method", "target", "status", "user_agent", "host"];
                 if let Some(k) = log.fields.keys().find(|k| !KEYS.contains(&k.as_str())) {

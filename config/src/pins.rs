@@ -392,6 +392,22 @@ mod tests {
     }
 
     #[test]
+    fn log_layouts_are_checked_at_load_with_their_key() {
+        let log = |l: &str| {
+            let text = format!("sites:\n  - name: a\n    file: x\n    logs:\n      - {l}\n");
+            Config::parse(&text, Path::new("t.yaml")).map(|_| ()).map_err(|e| e.to_string())
+        };
+        assert!(log("{ path: a.log, format: vhost_combined }").is_ok());
+        assert!(log(r#"{ path: a.log, format: nginx, layout: '$remote_addr [$time_local] "$request" $status' }"#).is_ok());
+        let e = log("{ path: a.log, format: nginx, layout: '$remote_addr $status' }").unwrap_err();
+        assert!(e.contains("sites[0].logs[0].layout") && e.contains("no time"), "{e}");
+        let e = log("{ path: a.log, format: nginx }").unwrap_err();
+        assert!(e.contains("sites[0].logs[0].format") && e.contains("layout"), "{e}");
+        let e = log("{ path: a.log, format: w3c }").unwrap_err();
+        assert!(e.contains("sites[0].logs[0].format") && e.contains("vhost_combined"), "{e}");
+    }
+
+    #[test]
     fn the_old_form_still_loads() {
         let s = site("      main:\n        - /x\n        - { url: /checkout, expect: disallow }\n").unwrap();
         let pins = s.pins(&["Googlebot".to_string()], robotsgate_crawlers::Catalogue::builtin());

@@ -82,10 +82,16 @@ enum Command {
         /// The site the logs are of.
         #[arg(long)]
         site: String,
-        /// `combined` (nginx and Apache; `common` lines too), `caddy`, or
-        /// `json` (one object a line; see --field).
+        /// `combined` (nginx and Apache; `common` lines too),
+        /// `vhost_combined` (Apache's, Debian's other_vhosts_access.log),
+        /// `caddy`, `json` (one object a line; see --field), or `nginx` /
+        /// `apache` with --layout.
         #[arg(long, default_value = "combined")]
         format: String,
+        /// For `--format nginx` or `apache`: the server's own `log_format`
+        /// or `LogFormat` text, as in its configuration.
+        #[arg(long)]
+        layout: Option<String>,
         /// For `json`: a field name, as `time=ts`, `client=ip`, `method=m`,
         /// `target=uri`, `status=code`, `user_agent=ua`, `host=host`
         /// (dotted for nested: `request.uri`). Repeat for each.
@@ -130,7 +136,15 @@ enum Command {
 }
 
 /// The log format the `ingest` flags name.
-fn log_format(format: &str, fields: &[String]) -> anyhow::Result<robotsgate_compliance::log::Format> {
+fn log_format(
+    format: &str,
+    layout: Option<&str>,
+    fields: &[String],
+) -> anyhow::Result<robotsgate_compliance::log::Format> {
+    if let Some(text) = layout {
+        return robotsgate_compliance::log::Format::with_layout(format, text)
+            .map_err(|e| anyhow::anyhow!("--format {format} --layout: {e}"));
+    }
     let pairs = fields
         .iter()
         .map(|pair| pair.split_once('=').ok_or_else(|| anyhow::anyhow!("--field `{pair}`: write KEY=NAME")))
@@ -245,8 +259,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Fetches { site, days } => write!(stdout, "{}", report::fetches(&m, &site, days).await?)?,
         Command::Test { site } => write!(stdout, "{}", report::test(&m, &site).await?)?,
-        Command::Ingest { site, format, fields, output, files } => {
-            let format = log_format(&format, &fields)?;
+        Command::Ingest { site, format, layout, fields, output, files } => {
+            let format = log_format(&format, layout.as_deref(), &fields)?;
             let reports = monitor::compliance::ingest::ingest(&m, &site, &files, &format).await?;
             if output == "json" {
                 writeln!(stdout, "{}", serde_json::to_string_pretty(&reports)?)?;

@@ -686,3 +686,68 @@ fn before_the_first_poll_nothing_is_obeyed() {
     assert!(stdout.contains("1 request is older than compliance_retention (90 days)"), "{stdout}");
     assert!(stderr.contains("every request is older than compliance_retention"), "{stderr}");
 }
+
+/// The layouts servers are configured with, written by the real servers:
+/// Apache's `vhost_combined` (Debian's other_vhosts_access.log) and a
+/// custom `LogFormat` with the forwarded address first and the request
+/// time before the status; an nginx `log_format` of the same shape.
+#[test]
+fn apache_and_nginx_layouts() {
+    let dir = temp_dir("compliance-layouts");
+    let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V2));
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: \"{database}\"\nagents: [Googlebot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
+            origin.addr.port()
+        ),
+    );
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+
+    let apache_layout = r#"%{X-Forwarded-For}i %h %t %D "%r" %>s "%{User-Agent}i""#;
+    let apache_dir = dir.join("apache");
+    std::fs::create_dir_all(&apache_dir).unwrap();
+    let Some((_apache, apache)) = apache(&apache_dir, apache_layout) else { return };
+    let nginx_layout =
+        r#"$http_x_forwarded_for $remote_addr [$time_local] $request_time "$request" $status "$http_user_agent" $host"#;
+    let nginx_dir = dir.join("nginx");
+    std::fs::create_dir_all(&nginx_dir).unwrap();
+    let nginx_log = nginx_dir.join("access.log");
+    let Some((_nginx, nginx)) = nginx_with(&nginx_dir, &nginx_log, Some(nginx_layout)) else { return };
+    for addr in [apache, nginx] {
+        let send = |path: &str, extra: &[(&str, &str)]| {
+            let mut headers = vec![("User-Agent", GOOGLEBOT)];
+            headers.extend_from_slice(extra);
+            request_from(None, addr, "GET", "shop.test", path, &headers).expect("an answer")
+        };
+        send("/robots.txt", &[]);
+        assert_eq!(send("/robots.txt", &[("X-Move", "1")]).status, 301);
+        send("/news/a", &[("X-Forwarded-For", "66.249.66.1")]); // a violation of Disallow: /news
+        send("/ok", &[]); // obeyed
+    }
+    let lines = |p: &Path| std::fs::read_to_string(p).unwrap_or_default().lines().count();
+    assert!(eventually(10, || lines(&apache_dir.join("custom.log")) == 4 && lines(&nginx_log) == 4));
+    let expected = "4 lines (0 read before), 2 crawler requests judged, 1 robots.txt fetches, 1 redirected, 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed";
+    let vhost = apache_dir.join("other_vhosts_access.log");
+    for (args, file) in [
+        (vec!["--format", "vhost_combined"], vhost.as_path()),
+        (vec!["--format", "apache", "--layout", apache_layout], apache_dir.join("custom.log").as_path()),
+        (vec!["--format", "nginx", "--layout", nginx_layout], nginx_log.as_path()),
+    ] {
+        let (code, out, err) = ingest_raw(&cfg, &args, &[file]);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(out.contains(expected), "{args:?}: {out}\n{}", std::fs::read_to_string(file).unwrap());
+    }
+    assert_eq!((sum(&database, "violation"), sum(&database, "obeyed")), (3, 3));
+    // The forwarded address is the client: verification would see it.
+    let custom = std::fs::read_to_string(apache_dir.join("custom.log")).unwrap();
+    assert!(custom.lines().nth(2).unwrap().starts_with("66.249.66.1 127.0.0.1 ["), "{custom}");
+
+    // A layout that cannot be read is refused, naming why.
+    let (code, _, err) = ingest_raw(&cfg, &["--format", "nginx", "--layout", "$remote_addr $status"], &[&nginx_log]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--layout") && err.contains("no time"), "{err}");
+}

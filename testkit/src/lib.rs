@@ -456,6 +456,11 @@ pub fn wait_listening(addr: SocketAddr, secs: u64) -> bool {
 /// `combined` access log at `log`; `None` (a skip)
 /// where nginx is not installed, outside CI.
 pub fn nginx(dir: &Path, log: &Path) -> Option<(Proc, SocketAddr)> {
+    nginx_with(dir, log, None)
+}
+
+/// [`nginx`], writing its log in `layout` (a `log_format` text) when given.
+pub fn nginx_with(dir: &Path, log: &Path, layout: Option<&str>) -> Option<(Proc, SocketAddr)> {
     if Command::new("nginx").arg("-v").output().is_err() {
         assert!(std::env::var_os("CI").is_none(), "nginx is required under CI (scripts/services.sh installs it)");
         eprintln!("nginx not installed; skipping");
@@ -467,13 +472,15 @@ pub fn nginx(dir: &Path, log: &Path) -> Option<(Proc, SocketAddr)> {
         &conf,
         format!(
             "daemon off;\nmaster_process off;\npid {pid};\nerror_log {err} warn;\nevents {{ worker_connections 64; }}\n\
-             http {{\n  access_log {log} combined;\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n  uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n\
+             http {{\n  {format}access_log {log} {name};\n  client_body_temp_path {tmp};\n  proxy_temp_path {tmp};\n  fastcgi_temp_path {tmp};\n  uwsgi_temp_path {tmp};\n  scgi_temp_path {tmp};\n\
                server {{ listen 127.0.0.1:{port}; listen [::1]:{port}; server_name shop.test; location / {{ return 200 \"ok\\n\"; }}\n\
                  location = /robots.txt {{ if ($http_x_move) {{ return 301 https://www.shop.test/robots.txt; }} return 200 \"ok\\n\"; }} }}\n}}\n",
             pid = dir.join("nginx.pid").display(),
             err = dir.join("error.log").display(),
             log = log.display(),
             tmp = dir.display(),
+            format = layout.map_or(String::new(), |l| format!("log_format custom '{l}';\n  ")),
+            name = if layout.is_some() { "custom" } else { "combined" },
         ),
     )
     .expect("nginx config");
@@ -485,5 +492,64 @@ pub fn nginx(dir: &Path, log: &Path) -> Option<(Proc, SocketAddr)> {
         .expect("nginx");
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     assert!(wait_listening(addr, 10), "nginx did not start");
+    Some((Proc(child), addr))
+}
+
+/// Apache (Debian's `apache2`) in the foreground on a free port of
+/// 127.0.0.1, serving `dir/www`, answering `/robots.txt` with an `X-Move`
+/// header with a 301, and writing two access logs as Debian configures
+/// them: `vhost_combined` at `dir/other_vhosts_access.log`, and `layout`
+/// (a `LogFormat` text) at `dir/custom.log`. `None` (a skip) where Apache
+/// is not installed, outside CI.
+pub fn apache(dir: &Path, layout: &str) -> Option<(Proc, SocketAddr)> {
+    let bin = Path::new("/usr/sbin/apache2");
+    if !bin.exists() {
+        assert!(std::env::var_os("CI").is_none(), "apache2 is required under CI (scripts/services.sh installs it)");
+        eprintln!("apache2 not installed; skipping");
+        return None;
+    }
+    let port = free_port();
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www).expect("www");
+    std::fs::write(www.join("index.html"), "ok\n").expect("index");
+    let modules = "/usr/lib/apache2/modules";
+    let conf = dir.join("apache.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "ServerRoot {root}\nLoadModule mpm_event_module {modules}/mod_mpm_event.so\n\
+             LoadModule authz_core_module {modules}/mod_authz_core.so\nLoadModule alias_module {modules}/mod_alias.so\n\
+             LoadModule rewrite_module {modules}/mod_rewrite.so\n\
+             User www-data\nGroup www-data\nListen 127.0.0.1:{port}\nServerName shop.test\nPidFile {root}/apache.pid\n\
+             ErrorLog {root}/apache-error.log\nDocumentRoot {www}\nMutex file:{root} default\n\
+             <Directory {www}>\n  Require all granted\n</Directory>\n\
+             RewriteEngine on\nRewriteCond %{{HTTP:X-Move}} .+\nRewriteRule ^/robots\\.txt$ https://www.shop.test/robots.txt [R=301,L]\n\
+             AliasMatch ^/.* {www}/index.html\n\
+             LogFormat \"%v:%p %h %l %u %t \\\"%r\\\" %>s %O \\\"%{{Referer}}i\\\" \\\"%{{User-Agent}}i\\\"\" vhost_combined\n\
+             CustomLog {root}/other_vhosts_access.log vhost_combined\n\
+             CustomLog {root}/custom.log \"{layout}\"\n",
+            root = dir.display(),
+            www = www.display(),
+            layout = layout.replace('"', "\\\""),
+        ),
+    )
+    .expect("apache config");
+    // Apache's children run as www-data: the folder must be theirs to read.
+    let _ = Command::new("chmod").args(["-R", "a+rX"]).arg(dir).status();
+    let child = Command::new(bin)
+        .args(["-X", "-f"])
+        .arg(&conf)
+        .env("APACHE_RUN_DIR", dir)
+        .env("APACHE_LOG_DIR", dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("apache2");
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(
+        wait_listening(addr, 10),
+        "apache2 did not start: {}",
+        std::fs::read_to_string(dir.join("apache-error.log")).unwrap_or_default()
+    );
     Some((Proc(child), addr))
 }

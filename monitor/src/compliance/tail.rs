@@ -138,9 +138,7 @@ pub fn start(m: &Arc<Monitor>) -> anyhow::Result<Option<notify::RecommendedWatch
     let mut logs = Vec::new();
     for (i, site) in m.config().sites.iter().enumerate() {
         for (j, log) in site.logs.iter().enumerate() {
-            let fields = log.fields.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-            let format =
-                Format::named(&log.format, fields).map_err(|e| anyhow::anyhow!("sites[{i}].logs[{j}].format: {e}"))?;
+            let format: Format = log.reader().map_err(|(key, e)| anyhow::anyhow!("sites[{i}].logs[{j}].{key}: {e}"))?;
             let path = std::path::absolute(&log.path).unwrap_or_else(|_| log.path.clone());
             logs.push((site.name.clone(), path, format, Arc::new(Notify::new())));
         }

@@ -4,7 +4,11 @@
 # catalogue over many paths, some disallowed), judged by `robots-monitor
 # ingest` against a site whose history holds two robots.txt revisions,
 # and counted by `goaccess --log-format=COMBINED -o json`. Prints wall
-# time, lines a second and peak RSS (GNU time) for both. Offline.
+# time, lines a second and peak RSS (GNU time) for both. Then the other
+# line formats on the same requests, each into a fresh database: Apache's
+# vhost_combined (GoAccess's VCOMBINED beside it), and an nginx layout
+# (`--format nginx --layout`, here combined's own log_format text, read by
+# the layout reader). Offline.
 #   scripts/bench-ingest.sh [LINES=10000000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,4 +90,16 @@ PY
 }
 measure "robots-monitor ingest" target/release/robots-monitor --config "$work/config.yaml" ingest --site shop "$work/access.log"
 measure "goaccess --log-format=COMBINED" goaccess "$work/access.log" --log-format=COMBINED -o "$work/report.json"
+# The other formats: the same requests, each into a database of its own
+# (the same bytes twice would count once).
+fresh() { # NAME: a config with its own database, polled once
+  sed "s|history.db|$1.db|" "$work/config.yaml" > "$work/$1.yaml"
+  target/release/robots-monitor --config "$work/$1.yaml" once >/dev/null
+  echo "$work/$1.yaml"
+}
+sed 's/^/shop.example:443 /' "$work/access.log" > "$work/vhost.log"
+measure "ingest --format vhost_combined" target/release/robots-monitor --config "$(fresh vhost)" ingest --site shop --format vhost_combined "$work/vhost.log"
+measure "goaccess --log-format=VCOMBINED" goaccess "$work/vhost.log" --log-format=VCOMBINED -o "$work/report-vhost.json"
+layout='$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"'
+measure "ingest --format nginx --layout" target/release/robots-monitor --config "$(fresh layout)" ingest --site shop --format nginx --layout "$layout" "$work/access.log"
 target/release/robots-monitor --config "$work/config.yaml" compliance shop | head -20

@@ -127,11 +127,33 @@ impl Format {
             "vhost_combined" => {
                 Format::Layout { kind: "vhost_combined", layout: crate::layout::Layout::vhost_combined() }
             }
+            // Cloudflare Logpush's HTTP requests dataset, with its own field names.
+            "cloudflare" => Format::Json(JsonFields {
+                time: "EdgeStartTimestamp".into(),
+                client: "ClientIP".into(),
+                method: "ClientRequestMethod".into(),
+                target: "ClientRequestURI".into(),
+                status: "EdgeResponseStatus".into(),
+                user_agent: "ClientRequestUserAgent".into(),
+                host: Some("ClientRequestHost".into()),
+            }),
+            // The JSON layout Fastly's log-streaming guides use.
+            "fastly" => Format::Json(JsonFields {
+                time: "timestamp".into(),
+                client: "client_ip".into(),
+                method: "request_method".into(),
+                target: "url".into(),
+                status: "response_status".into(),
+                user_agent: "request_user_agent".into(),
+                host: Some("host".into()),
+            }),
             "nginx" | "apache" => {
                 return Err(format!("`{name}`: give the server's own layout too (`layout:`, or --layout)"));
             }
             other => {
-                return Err(format!("`{other}`: use combined, common, vhost_combined, caddy, json, nginx or apache"));
+                return Err(format!(
+                    "`{other}`: use combined, common, vhost_combined, caddy, json, cloudflare, fastly, nginx or apache"
+                ));
             }
         })
     }
@@ -348,16 +370,30 @@ pub(crate) fn rfc3339(s: &str) -> Option<i64> {
         b'Z' | b'z' => 0,
         b'+' | b'-' => {
             let sign = if b[i] == b'+' { 1 } else { -1 };
-            sign * (n(i + 1..i + 3)? * 3600 + n(i + 4..i + 6)? * 60)
+            // `+01:00`, or `+0100` as strftime's %z writes it.
+            let minutes = if b.get(i + 3) == Some(&b':') { n(i + 4..i + 6)? } else { n(i + 3..i + 5)? };
+            sign * (n(i + 1..i + 3)? * 3600 + minutes * 60)
         }
         _ => return None,
     };
+
     Some((days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + se - offset) * 1000 + ms)
 }
 
 fn json_time(v: &serde_json::Value) -> Option<i64> {
     match v {
-        serde_json::Value::Number(n) => n.as_f64().map(|s| (s * 1000.0).round() as i64),
+        // Seconds, or (by magnitude) milliseconds, microseconds or
+        // nanoseconds: Cloudflare's Logpush writes Unix nanoseconds by
+        // default.
+        serde_json::Value::Number(n) => n.as_f64().map(|t| {
+            let ms = match t.abs() {
+                a if a >= 1e17 => a / 1e6,
+                a if a >= 1e14 => a / 1e3,
+                a if a >= 1e11 => a,
+                a => a * 1000.0,
+            };
+            (ms.round() as i64) * if t < 0.0 { -1 } else { 1 }
+        }),
         serde_json::Value::String(s) => {
             rfc3339(s).or_else(|| s.parse::<f64>().ok().map(|s| (s * 1000.0).round() as i64))
         }
@@ -573,6 +609,22 @@ mod tests {
         let star =
             br#"{"ts":1795600800.0,"request":{"remote_ip":"1.2.3.4","method":"OPTIONS","uri":"*"},"status":200}"#;
         assert_eq!(Format::Caddy.read(star), Err(Skip::NotHttp));
+    }
+
+    #[test]
+    fn cdn_presets() {
+        let cf = br#"{"ClientIP":"66.249.66.1","ClientRequestHost":"shop.example","ClientRequestMethod":"GET","ClientRequestURI":"/a?b=1","ClientRequestUserAgent":"Googlebot/2.1","EdgeResponseStatus":200,"EdgeStartTimestamp":1795600800123456789}"#;
+        let e = Format::named("cloudflare", []).unwrap().read(cf).unwrap();
+        assert_eq!(
+            (e.at_ms, e.target.as_slice(), e.host.as_deref()),
+            (1_795_600_800_123, b"/a?b=1".as_slice(), Some("shop.example"))
+        );
+        let fastly = br#"{"timestamp":"2026-11-25T10:00:00+0000","client_ip":"66.249.66.1","host":"shop.example","url":"/a","request_method":"GET","request_user_agent":"Googlebot/2.1","response_status":301}"#;
+        let e = Format::named("fastly", []).unwrap().read(fastly).unwrap();
+        assert_eq!((e.at_ms, e.status), (1_795_600_800_000, 301));
+        // Milliseconds and seconds by magnitude, as before.
+        assert_eq!(json_time(&serde_json::json!(1_795_600_800_500_i64)), Some(1_795_600_800_500));
+        assert_eq!(json_time(&serde_json::json!(1_795_600_800.5)), Some(1_795_600_800_500));
     }
 
     #[test]

@@ -398,7 +398,9 @@ mod tests {
             Config::parse(&text, Path::new("t.yaml")).map(|_| ()).map_err(|e| e.to_string())
         };
         assert!(log("{ path: a.log, format: vhost_combined }").is_ok());
-        assert!(log(r#"{ path: a.log, format: nginx, layout: '$remote_addr [$time_local] "$request" $status' }"#).is_ok());
+        assert!(
+            log(r#"{ path: a.log, format: nginx, layout: '$remote_addr [$time_local] "$request" $status' }"#).is_ok()
+        );
         let e = log("{ path: a.log, format: nginx, layout: '$remote_addr $status' }").unwrap_err();
         assert!(e.contains("sites[0].logs[0].layout") && e.contains("no time"), "{e}");
         let e = log("{ path: a.log, format: nginx }").unwrap_err();

@@ -134,6 +134,39 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
             violations.with_label_values(&[&site, &crawler, &identity]).inc_by(n.max(0) as u64);
         }
     }
+    // A gauge beside the counter, for alerting: the counter is rebuilt
+    // from the ledger at each scrape, so a crawler's first violation
+    // starts a series at its count (never at 0, so `increase()` misses it),
+    // and importing last month's log raises it as if the violations were
+    // new. This counts the violations of rows whose latest request fell in
+    // the last hour, by request time.
+    let recent = IntGaugeVec::new(
+        Opts::new(
+            "robotsgate_crawler_violations_recent",
+            "Violations (that day) of crawlers whose latest violation was within the last hour, by request time",
+        ),
+        &["site", "crawler", "identity"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let rows = sqlx::query(
+        "SELECT site, crawler, identity, CAST(SUM(requests) AS BIGINT) AS n FROM ledger \
+         WHERE class = 'violation' AND last_at >= $1 GROUP BY site, crawler, identity",
+    )
+    .bind(crate::monitor::now_ms() - 3_600_000)
+    .fetch_all(m.store().pool())
+    .await
+    .map_err(q("summing recent violations"))?;
+    for r in &rows {
+        let (site, crawler, identity): (String, String, String) = (
+            r.try_get("site").unwrap_or_default(),
+            r.try_get("crawler").unwrap_or_default(),
+            r.try_get("identity").unwrap_or_default(),
+        );
+        if m.site(&site).is_some() && m.catalogue().get(&crawler).is_some() {
+            recent.with_label_values(&[&site, &crawler, &identity]).set(r.try_get("n").unwrap_or(0));
+        }
+    }
+    let _ = registry.register(Box::new(recent));
     c.db_seconds.observe(started.elapsed().as_secs_f64());
     for g in [info, state, age, alerts, leases] {
         let _ = registry.register(Box::new(g));

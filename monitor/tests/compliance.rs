@@ -460,6 +460,9 @@ fn console(cfg: &Path, in_chromium: bool) {
     for want in [
         r#"robotsgate_crawler_violations_total{crawler="bingbot",identity="unverifiable",site="shop"} 4"#,
         r#"robotsgate_crawler_violations_total{crawler="Googlebot",identity="unverifiable",site="shop"} 1"#,
+        // By request time, for alerting: these were made just now.
+        r#"robotsgate_crawler_violations_recent{crawler="bingbot",identity="unverifiable",site="shop"} 4"#,
+        r#"robotsgate_crawler_violations_recent{crawler="Googlebot",identity="unverifiable",site="shop"} 1"#,
     ] {
         assert!(metrics.contains(want), "{want} in\n{metrics}");
     }

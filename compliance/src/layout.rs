@@ -241,7 +241,10 @@ impl Layout {
                         };
                         (std::borrow::Cow::Borrowed(&rest.as_bytes()[..end]), &rest[end..])
                     };
-                    got.set(*var, value.into_owned());
+                    // A field the judgement does not need is read past, not copied.
+                    if *var != Var::Other {
+                        got.set(*var, value.into_owned());
+                    }
                     rest = after;
                     quoted_next = false;
                 }

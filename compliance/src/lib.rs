@@ -25,8 +25,10 @@
 //! target or its normal form is ([`rules::normal`]), as the gateway
 //! enforces; an absolute-form target for another host is not this site's.
 
+pub mod aws;
 pub mod layout;
 pub mod log;
+pub mod w3c;
 
 use std::sync::Arc;
 use std::time::Duration;

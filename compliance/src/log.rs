@@ -82,6 +82,12 @@ pub enum Format {
     Caddy,
     /// One JSON object a line, with these field names.
     Json(JsonFields),
+    /// An AWS load balancer's access log (`alb`, `elb`).
+    Balancer(crate::aws::Balancer),
+    /// W3C extended (IIS, CloudFront): each file names its fields in
+    /// `#Fields:` lines, which the importer reads with
+    /// [`crate::w3c::Directives`].
+    W3c,
     /// A layout of the server's own (`nginx`, `apache`) or a named one
     /// (`vhost_combined`).
     Layout {
@@ -127,6 +133,9 @@ impl Format {
             "vhost_combined" => {
                 Format::Layout { kind: "vhost_combined", layout: crate::layout::Layout::vhost_combined() }
             }
+            "alb" => Format::Balancer(crate::aws::Balancer::Application),
+            "elb" => Format::Balancer(crate::aws::Balancer::Classic),
+            "w3c" | "iis" | "cloudfront" => Format::W3c,
             // Cloudflare Logpush's HTTP requests dataset, with its own field names.
             "cloudflare" => Format::Json(JsonFields {
                 time: "EdgeStartTimestamp".into(),
@@ -152,7 +161,7 @@ impl Format {
             }
             other => {
                 return Err(format!(
-                    "`{other}`: use combined, common, vhost_combined, caddy, json, cloudflare, fastly, nginx or apache"
+                    "`{other}`: use combined, common, vhost_combined, w3c (IIS, CloudFront), alb, elb, caddy, json, cloudflare, fastly, nginx or apache"
                 ));
             }
         })
@@ -177,6 +186,9 @@ impl Format {
             Format::Caddy => "caddy",
             Format::Json(_) => "json",
             Format::Layout { kind, .. } => kind,
+            Format::Balancer(crate::aws::Balancer::Application) => "alb",
+            Format::Balancer(crate::aws::Balancer::Classic) => "elb",
+            Format::W3c => "w3c",
         }
     }
 
@@ -187,6 +199,9 @@ impl Format {
             Format::Caddy => caddy(line),
             Format::Json(fields) => json_line(line, fields),
             Format::Layout { layout, .. } => layout.read(line),
+            Format::Balancer(b) => crate::aws::read(line, *b),
+            // Without the file's directives: only as the importer reads it.
+            Format::W3c => crate::w3c::Directives::default().read(line),
         }
     }
 }

@@ -754,3 +754,83 @@ fn apache_and_nginx_layouts() {
     assert_eq!(code, Some(2));
     assert!(err.contains("--layout") && err.contains("no time"), "{err}");
 }
+
+/// W3C extended logs (IIS, CloudFront) and AWS load balancer logs, in the
+/// shapes their documentation gives: two IIS files with the same header
+/// lines are two files, a `#Fields:` that changes within a file is
+/// followed, and a resumed read of a grown file knows its fields.
+#[test]
+fn w3c_and_load_balancer_logs() {
+    let dir = temp_dir("compliance-w3c");
+    let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V2));
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: \"{database}\"\nagents: [Googlebot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
+            origin.addr.port()
+        ),
+    );
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let out = Command::new("date").args(["-u", "+%Y-%m-%d %H:%M:%S"]).output().unwrap();
+    let now = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let (date, time) = now.split_once(' ').unwrap();
+    let ua = GOOGLEBOT.replace(' ', "+");
+    let header = "#Software: Microsoft Internet Information Services 10.0\n#Version: 1.0\n\
+                  #Fields: date time s-ip cs-method cs-uri-stem cs-uri-query s-port cs-username c-ip cs(User-Agent) cs(Referer) sc-status sc-substatus sc-win32-status time-taken\n";
+    let iis = |path: &str, query: &str| {
+        format!("{date} {time} 10.0.0.5 GET {path} {query} 443 - 66.249.66.1 {ua} - 200 0 0 15\n")
+    };
+    let (a, b) = (dir.join("u_ex261125.log"), dir.join("u_ex261126.log"));
+    std::fs::write(&a, format!("{header}{}{}", iis("/news/a", "-"), iis("/ok", "x=1"))).unwrap();
+    std::fs::write(&b, format!("{header}{}", iis("/news/b", "-"))).unwrap();
+    let (code, out, err) = ingest_raw(&cfg, &["--format", "w3c"], &[&a, &b]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("u_ex261125.log: 2 lines (0 read before), 2 crawler requests judged"), "{out}");
+    assert!(
+        out.contains("u_ex261126.log: 1 lines (0 read before), 1 crawler requests judged"),
+        "the same header is another file: {out}"
+    );
+    // The file grows, with new #Fields (IIS writes them again after a restart).
+    let mut grown = std::fs::read_to_string(&a).unwrap();
+    grown.push_str("#Fields: date time c-ip cs-method cs-uri-stem sc-status cs(User-Agent)\n");
+    grown.push_str(&format!("{date} {time} 66.249.66.1 GET /news/c 200 {ua}\n"));
+    std::fs::write(&a, grown).unwrap();
+    let (code, out, _) = ingest_raw(&cfg, &["--format", "w3c"], &[&a]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("1 lines (2 read before), 1 crawler requests judged, 0 robots.txt fetches, 0 redirected, 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed"), "{out}");
+
+    // CloudFront: tabs, percent-encoded values, x-host-header.
+    let cf = dir.join("E2EXAMPLE.2026-11-25-10.abcd1234");
+    let ua_cf = GOOGLEBOT.replace(' ', "%2520");
+    std::fs::write(
+        &cf,
+        format!(
+            "#Version: 1.0\n#Fields: date time x-edge-location sc-bytes c-ip cs-method cs(Host) cs-uri-stem sc-status cs(Referer) cs(User-Agent) cs-uri-query cs(Cookie) x-edge-result-type x-edge-request-id x-host-header cs-protocol cs-bytes time-taken\n\
+             {date}\t{time}\tFRA56-C1\t2390\t66.249.66.1\tGET\td111111abcdef8.cloudfront.net\t/news/d\t200\t-\t{ua_cf}\t-\t-\tHit\tSOX4xwn4XV6Q4rgb7XiVG==\tshop.test\thttps\t420\t0.003\n"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = ingest_raw(&cfg, &["--format", "cloudfront"], &[&cf]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("1 lines (0 read before), 1 crawler requests judged"), "{out}");
+
+    // An Application Load Balancer's log.
+    let stamp = format!("{date}T{time}.123456Z");
+    let alb = dir.join("alb.log");
+    std::fs::write(
+        &alb,
+        format!(
+            "https {stamp} app/shop-lb/50dc6c495c0c9188 66.249.66.1:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 \"GET https://shop.test:443/news/e HTTP/1.1\" \"{GOOGLEBOT}\" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/shop/73e2d6bc24d8a067 \"Root=1-58337262-36d228ad5d99923122bbe354\" \"shop.test\" \"-\" 0 {stamp} \"forward\" \"-\" \"-\" \"10.0.0.1:80\" \"200\" \"-\" \"-\"\n\
+             https {stamp} app/shop-lb/50dc6c495c0c9188 66.249.66.1:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 \"GET https://other.test:443/x HTTP/1.1\" \"{GOOGLEBOT}\" - - - \"-\" \"other.test\" \"-\" 0 {stamp} \"forward\" \"-\" \"-\" \"10.0.0.1:80\" \"200\" \"-\" \"-\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = ingest_raw(&cfg, &["--format", "alb"], &[&alb]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("2 lines (0 read before), 1 crawler requests judged, 0 robots.txt fetches, 0 redirected, 0 other clients, 1 for other hosts"), "{out}");
+    // /news/a, /news/b, /news/c, /news/d and /news/e break Disallow: /news; /ok does not.
+    assert_eq!((sum(&database, "violation"), sum(&database, "obeyed")), (5, 1));
+}

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use robotsgate_compliance::log::{Format, Skip};
+use robotsgate_compliance::w3c::Directives;
 use robotsgate_compliance::{At, Fetch, Identity, Outcome, Request, Timeline};
 use robotsgate_crawlers::Catalogue;
 
@@ -153,9 +154,36 @@ fn open(path: &Path) -> anyhow::Result<Opened> {
 }
 
 /// A file's identity: the SHA-256 of its first complete line (of its first
-/// 64 KiB, for a longer one); `None` while it has neither.
+/// 64 KiB, for a longer one); `None` while it has neither. A file that
+/// opens with `#` directives (W3C: every IIS and CloudFront file starts
+/// with the same `#Software:` or `#Version:` line) is known by them and its
+/// first request line together.
 pub(crate) fn file_id(path: &Path) -> anyhow::Result<Option<String>> {
-    Ok(first_line(&mut *open(path)?.lines, path)?.map(|first| robotsgate_history::body_hash(&first)))
+    Ok(head(&mut *open(path)?.lines, path)?.map(|lines| identity(&lines)))
+}
+
+/// The identity of a file's [`head`].
+fn identity(head: &[Vec<u8>]) -> String {
+    robotsgate_history::body_hash(&head.concat())
+}
+
+/// Most directive lines a file's identity takes in.
+const HEAD_LINES: usize = 64;
+
+/// The lines a file is known by: its first line, and, when that is a `#`
+/// directive, every directive after it and the first other line; `None`
+/// while they are not all there.
+fn head(reader: &mut dyn BufRead, path: &Path) -> anyhow::Result<Option<Vec<Vec<u8>>>> {
+    let Some(first) = first_line(reader, path)? else { return Ok(None) };
+    let directives = first.first() == Some(&b'#');
+    let mut lines = vec![first];
+    while directives && lines.len() < HEAD_LINES && lines.last().is_some_and(|l| l.first() == Some(&b'#')) {
+        match first_line(reader, path)? {
+            Some(next) => lines.push(next),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(lines))
 }
 
 /// The longest first line a file is known by.
@@ -350,28 +378,29 @@ impl Reader {
         // (copytruncate) had its new lines read against the old file's
         // offset: some counted twice, some never.
         let Opened { lines: mut input, compressed } = open(path)?;
-        let Some(first) = first_line(&mut input, path)? else { return Ok(report) };
-        let id = robotsgate_history::body_hash(&first);
+        let Some(head) = head(&mut input, path)? else { return Ok(report) };
+        let id = identity(&head);
         report.file_id = id.clone();
         let mut state = ledger::file_state(m.store(), site, &id).await?;
         // Where this batch began: the commit counts it only if no other
         // import moved the file's offset meanwhile.
         let mut from = state.read_bytes;
-        let mut first = Some(first);
+        let mut pending: std::collections::VecDeque<Vec<u8>> = head.into();
         // Keyed by the crawler's index while reading (no string to hash or
         // copy a line); the catalogue's token replaces it on commit.
         let (mut rows, mut reads): (HashMap<(usize, Key), Tally>, HashMap<String, Fetched>) = Default::default();
         let mut bad: Vec<(i64, String, String)> = Vec::new();
         let (mut offset, mut line_no, mut since_commit) = (0i64, 0i64, 0i64);
         let mut line = Vec::with_capacity(1024);
+        let mut w3c = matches!(format, Format::W3c).then(Directives::default);
         loop {
             line.clear();
-            let read = match first.take() {
-                Some(first) => {
-                    line.extend_from_slice(&first);
-                    // A first line longer than its identity: the rest of it.
-                    let more = if first.ends_with(b"\n") { Ok(0) } else { input.read_until(b'\n', &mut line) };
-                    more.map(|more| first.len() + more)
+            let read = match pending.pop_front() {
+                Some(known) => {
+                    line.extend_from_slice(&known);
+                    // A line longer than the identity took: the rest of it.
+                    let more = if known.ends_with(b"\n") { Ok(0) } else { input.read_until(b'\n', &mut line) };
+                    more.map(|more| known.len() + more)
                 }
                 None => input.read_until(b'\n', &mut line),
             };
@@ -395,11 +424,24 @@ impl Reader {
             // it is complete; in a live one, only if it reads as a whole
             // line (a line cut short reads as malformed), else it waits for
             // the rest.
-            if !line.ends_with(b"\n") && !compressed && matches!(format.read(text), Err(Skip::Malformed(_))) {
+            let read = |text: &[u8], w3c: &Option<Directives>| match w3c {
+                Some(d) => d.read(text),
+                None => format.read(text),
+            };
+            if !line.ends_with(b"\n") && !compressed && matches!(read(text, &w3c), Err(Skip::Malformed(_))) {
                 break;
             }
             offset += n as i64;
             line_no += 1;
+            // A W3C directive (`#Fields:`, `#Date:`) is no request: it names
+            // the fields of the lines after it, in a resumed read too.
+            if let Some(d) = w3c.as_mut()
+                && text.first() == Some(&b'#')
+            {
+                d.directive(text);
+                state.read_bytes = state.read_bytes.max(offset);
+                continue;
+            }
             // Blank lines (a line end written twice) are no lines of the log.
             let blank = text.iter().all(u8::is_ascii_whitespace);
             if offset <= state.read_bytes {
@@ -412,7 +454,7 @@ impl Reader {
             }
             report.lines += 1;
             state.lines += 1;
-            match format.read(text) {
+            match read(text, &w3c) {
                 Err(Skip::NotHttp) => {
                     state.not_http += 1;
                     report.not_http += 1;

@@ -27,13 +27,17 @@ pub struct Declared {
 }
 
 impl Declared {
-    /// The declarations of `site` in the config.
-    pub fn of(site: &robotsgate_config::Site, config: &robotsgate_config::Config) -> Declared {
-        let catalogue = config.catalogue().unwrap_or_else(|_| robotsgate_crawlers::Catalogue::builtin().clone());
+    /// The declarations of `site` in `config`, with the crawlers of
+    /// `catalogue` (the built-in one with the config's entries, made once).
+    pub fn of(
+        site: &robotsgate_config::Site,
+        config: &robotsgate_config::Config,
+        catalogue: &robotsgate_crawlers::Catalogue,
+    ) -> Declared {
         Declared {
             mode: site.gate.gate(),
-            pins: site.pins(config.agents_of(site), &catalogue),
-            floor: site.floor(&catalogue),
+            pins: site.pins(config.agents_of(site), catalogue),
+            floor: site.floor(catalogue),
         }
     }
 }

@@ -178,7 +178,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         println!("{}: {} fronted {sites}, listening on {:?}", cli.config.display(), fronted.len(), settings.listen);
         let catalogue = config.catalogue()?;
         for site in config.sites.iter().filter(|s| s.proxy.is_some()) {
-            let d = proxy::gate::Declared::of(site, &config);
+            let d = proxy::gate::Declared::of(site, &config, &catalogue);
             let n = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
             println!(
                 "== {}: gate {}: {}; the floor: {} x {}",
@@ -223,18 +223,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let store = Arc::new(RobotsStore::new(&names, &settings.state_dir));
     let metrics = Arc::new(Metrics::new());
     let refresh_now = Arc::new(tokio::sync::Notify::new());
+    let catalogue = config.catalogue()?;
     let refresher = Refresher::new(
-        fronted
+        config
+            .sites
             .iter()
-            .map(|(name, proxy)| SiteRobots {
-                name: name.clone(),
-                proxy: proxy.clone(),
-                declared: config
-                    .sites
-                    .iter()
-                    .find(|s| &s.name == name)
-                    .map(|s| proxy::gate::Declared::of(s, &config))
-                    .unwrap_or_default(),
+            .filter_map(|site| {
+                let proxy = site.proxy.clone()?;
+                let declared = proxy::gate::Declared::of(site, &config, &catalogue);
+                Some(SiteRobots { name: site.name.clone(), proxy, declared })
             })
             .collect(),
         Arc::clone(&store),
@@ -244,7 +241,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Arc::clone(&refresh_now),
     );
     refresher.restore();
-    let refresher = refresher.with_catalogue(config.catalogue()?);
+    let refresher = refresher.with_catalogue(catalogue);
     // Relative SQLite paths are under the config file's folder, as for the monitor.
     let shared = config.database.as_ref().map(|database| {
         let base = cli.config.parent().map(std::path::Path::to_path_buf).unwrap_or_default();

@@ -405,7 +405,7 @@ mod tests {
         assert!(e.contains("sites[0].logs[0].layout") && e.contains("no time"), "{e}");
         let e = log("{ path: a.log, format: nginx }").unwrap_err();
         assert!(e.contains("sites[0].logs[0].format") && e.contains("layout"), "{e}");
-        let e = log("{ path: a.log, format: w3c }").unwrap_err();
+        let e = log("{ path: a.log, format: syslog }").unwrap_err();
         assert!(e.contains("sites[0].logs[0].format") && e.contains("vhost_combined"), "{e}");
     }
 

@@ -3,7 +3,8 @@
 # monitor once over config.example.yaml (the example shop shipped in
 # deploy/example-site, history in an embedded SQLite file under var/, no
 # network service), shows its history, and shows what the `robots` CLI says
-# about the shop's next robots.txt. Works offline once crates are fetched.
+# about the shop's next robots.txt, and whether the gate would hold it.
+# Works offline once crates are fetched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,3 +27,6 @@ echo "== robots lint $site/robots.next.txt"
 echo
 echo "== what changes if $site/robots.next.txt ships"
 "$robots" diff "$site/robots.txt" "$site/robots.next.txt" --agent Googlebot --agent GPTBot --urls "$site/urls.txt" || true
+echo
+echo "== would the gate let $site/robots.next.txt through? (the pins and floor of config.example.yaml)"
+"$robots" diff "$site/robots.txt" "$site/robots.next.txt" --config config.example.yaml --site example-shop | sed -n '/^the gate/,$p' || true

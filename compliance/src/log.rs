@@ -362,6 +362,11 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// RFC 3339 text as Unix ms, for callers outside the readers.
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    rfc3339(s)
+}
+
 /// RFC 3339 text (`2026-11-25T10:00:00.123Z`, `…+01:00`) as Unix ms.
 pub(crate) fn rfc3339(s: &str) -> Option<i64> {
     let b = s.as_bytes();

@@ -8,6 +8,7 @@
 //! last. Both daemons depend on this crate, never on each other.
 
 pub mod gate;
+pub mod imported;
 pub mod ledger;
 
 /// The database driver's error, for callers that hold no `sqlx` of their own.

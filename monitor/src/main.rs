@@ -129,6 +129,34 @@ enum Command {
         /// The revision id (see `history`, or the alert's console link).
         revision: Option<i64>,
     },
+    /// Import a site's robots.txt history from before monitoring, so that
+    /// older access logs can be judged: from a git repository (`--git
+    /// REPO [--path robots.txt] [--tags 'deploy-*']`), a folder of dated
+    /// copies (`--dir DIR`), or the Internet Archive (`--archive
+    /// https://web.archive.org [--url URL]`). Logs imported before are
+    /// judged again at their next `ingest`.
+    ImportHistory {
+        /// The site's name.
+        site: String,
+        /// A git repository holding the file.
+        #[arg(long, conflicts_with_all = ["dir", "archive"])]
+        git: Option<PathBuf>,
+        /// The file's path in the repository.
+        #[arg(long, default_value = "robots.txt", requires = "git")]
+        path: String,
+        /// Only tags matching this pattern, at their times (deploys).
+        #[arg(long, requires = "git")]
+        tags: Option<String>,
+        /// A folder of copies with dates in their names.
+        #[arg(long, conflicts_with = "archive")]
+        dir: Option<PathBuf>,
+        /// The Internet Archive's base URL (its CDX API and captures).
+        #[arg(long)]
+        archive: Option<String>,
+        /// The robots.txt URL the archive captured (default: the site's `url`).
+        #[arg(long, requires = "archive")]
+        url: Option<String>,
+    },
     /// Load and validate the configuration, then exit.
     CheckConfig,
     #[command(flatten)]
@@ -217,6 +245,29 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             drop(stop_rx);
         }
+        Command::ImportHistory { site, git, path, tags, dir, archive, url } => {
+            use monitor::import_history::{Origin, import};
+            let origin = match (git, dir, archive) {
+                (Some(repo), _, _) => Origin::Git { repo, path, tags },
+                (_, Some(dir), _) => Origin::Dir(dir),
+                (_, _, Some(base)) => {
+                    let url = url
+                        .or_else(|| m.site(&site).and_then(|s| s.url.clone()))
+                        .with_context(|| format!("site `{site}` has no `url`: give the captured one with --url"))?;
+                    Origin::Archive { base, url }
+                }
+                _ => anyhow::bail!("give the history's source: --git REPO, --dir DIR or --archive URL"),
+            };
+            let report = import(&m, &site, &origin).await?;
+            let when = |ms: i64| monitor::console::when(Some(ms));
+            let span = report.span.map_or(String::new(), |(a, b)| format!(", from {} to {}", when(a), when(b)));
+            writeln!(
+                stdout,
+                "{site}: {} found, {} new{span}. Logs imported before are judged against them at their next `ingest`.",
+                monitor::change::plural(report.found, "state", "states"),
+                report.new
+            )?;
+        }
         Command::Release { site, revision } => {
             let released = monitor::release::release(&m, &site, revision, "robots-monitor release").await?;
             writeln!(stdout, "{}", released.notice)?;
@@ -302,6 +353,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         writeln!(
                             stdout,
                             "  the site has no host names (a `file:` site: give `proxy.hosts`), so requests for absolute URLs count for other hosts"
+                        )?;
+                    }
+                    if r.rejudged > 0 {
+                        writeln!(
+                            stdout,
+                            "  {} read before, unjudged then, judged now against the history imported since",
+                            monitor::change::plural(usize::try_from(r.rejudged).unwrap_or(0), "request", "requests")
                         )?;
                     }
                     if r.unjudged > 0 {

@@ -834,3 +834,136 @@ fn w3c_and_load_balancer_logs() {
     // /news/a, /news/b, /news/c, /news/d and /news/e break Disallow: /news; /ok does not.
     assert_eq!((sum(&database, "violation"), sum(&database, "obeyed")), (5, 1));
 }
+
+/// History from before monitoring, from a real git repository with five
+/// commits of robots.txt: logs imported before the history are unjudged,
+/// then judged at their next import once the history is in; imported after
+/// it, they are judged at once. Either order ends with the same ledger. A
+/// folder of dated copies and an archive's CDX answers import too.
+#[test]
+fn history_from_git_in_either_order() {
+    let dir = temp_dir("compliance-history");
+    let now_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let day = 86_400;
+    // The site's repository: five commits, a day apart, ending yesterday.
+    let repo = dir.join("site");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str], when: i64| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(args)
+            .env("GIT_AUTHOR_DATE", format!("@{when} +0000"))
+            .env("GIT_COMMITTER_DATE", format!("@{when} +0000"))
+            .env("GIT_AUTHOR_NAME", "dev")
+            .env("GIT_AUTHOR_EMAIL", "dev@shop.test")
+            .env("GIT_COMMITTER_NAME", "dev")
+            .env("GIT_COMMITTER_EMAIL", "dev@shop.test")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q", "-b", "main"], now_s);
+    for (i, path) in ["/a", "/b", "/c", "/d", "/e"].iter().enumerate() {
+        std::fs::write(repo.join("robots.txt"), format!("User-agent: *\nDisallow: {path}\n")).unwrap();
+        git(&["add", "robots.txt"], now_s);
+        git(&["commit", "-q", "-m", &format!("block {path}")], now_s - (5 - i as i64) * 2 * day);
+    }
+    // A log from before monitoring (commits two days apart, ending two days
+    // ago): Googlebot asks for /a seven days ago (the file had disallowed
+    // /b for a day) and /d a day ago (the file disallowed /e): both
+    // obeyed; and /c five days ago, when /c had been disallowed for a day,
+    // longer than Google's 24-hour cache: a violation.
+    let stamp = |secs: i64| {
+        let out = Command::new("date")
+            .args(["-u", "-d", &format!("@{secs}"), "+%d/%b/%Y:%H:%M:%S +0000"])
+            .env("LC_ALL", "C")
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let line = |secs: i64, path: &str| {
+        format!("66.249.66.1 - - [{}] \"GET {path} HTTP/1.1\" 200 3 \"-\" \"{GOOGLEBOT}\"\n", stamp(secs))
+    };
+    let log = dir.join("old.log");
+    std::fs::write(&log, line(now_s - 7 * day, "/a") + &line(now_s - 5 * day, "/c") + &line(now_s - day, "/d"))
+        .unwrap();
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok("User-agent: *\nDisallow: /e\n"));
+    let setup = |name: &str| {
+        let database = fresh_database(Db::Sqlite, &dir.join(name)).unwrap();
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        let cfg = write_config(
+            &dir.join(name),
+            &format!(
+                "database: \"{database}\"\nagents: [Googlebot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
+                origin.addr.port()
+            ),
+        );
+        assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+        (database, cfg)
+    };
+    let import = |cfg: &Path| {
+        let out = monitor(cfg, &["import-history", "shop", "--git", repo.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let classes = |database: &str| (sum(database, "obeyed"), sum(database, "violation"), sum(database, "unjudged"));
+
+    // Logs first: unjudged; then the history; the next import judges them.
+    let (logs_first, cfg_a) = setup("logs-first");
+    ingest(&cfg_a, &[&log]);
+    assert_eq!(classes(&logs_first), (0, 0, 3));
+    let said = import(&cfg_a);
+    assert!(said.contains("shop: 5 states found, 5 new"), "{said}");
+    let out = ingest(&cfg_a, &[&log]);
+    assert!(
+        out.contains("0 lines (3 read before)") && out.contains("3 requests read before, unjudged then, judged now"),
+        "{out}"
+    );
+    assert_eq!(classes(&logs_first), (2, 1, 0));
+    // Again: nothing moves twice; the history again: nothing new.
+    let out = ingest(&cfg_a, &[&log]);
+    assert!(!out.contains("judged now"), "{out}");
+    assert_eq!(classes(&logs_first), (2, 1, 0));
+    assert!(import(&cfg_a).contains("5 states found, 0 new"));
+    // The violation names the imported revision's line.
+    assert_eq!(
+        scalar_text(
+            &logs_first,
+            "SELECT CAST(r.body AS TEXT) FROM ledger l JOIN revisions r ON r.id = l.revision_id WHERE l.class = 'violation'"
+        ),
+        "User-agent: *\nDisallow: /c\n"
+    );
+
+    // History first: judged at once, to the same ledger.
+    let (history_first, cfg_b) = setup("history-first");
+    import(&cfg_b);
+    ingest(&cfg_b, &[&log]);
+    assert_eq!(classes(&history_first), (2, 1, 0));
+
+    // A folder of dated copies, and the archive's CDX API on a local server
+    // (older still: before the git history, so the ledger stays as it is).
+    let copies = dir.join("copies");
+    std::fs::create_dir_all(&copies).unwrap();
+    std::fs::write(copies.join("robots-2026-01-01.txt"), "User-agent: *\nDisallow: /x\n").unwrap();
+    std::fs::write(copies.join("2026-02-01T10:00:00Z.txt"), "User-agent: *\nDisallow: /y\n").unwrap();
+    let out = monitor(&cfg_b, &["import-history", "shop", "--dir", copies.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 states found, 2 new"), "{out:?}");
+    std::fs::write(copies.join("notes.txt"), "x").unwrap();
+    let out = monitor(&cfg_b, &["import-history", "shop", "--dir", copies.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no date in the name of notes.txt"), "{out:?}");
+    let archive = Origin::start();
+    archive.set(
+        "/cdx/search/cdx",
+        Reply::ok(r#"[["timestamp","statuscode","digest"],["20251101000000","200","AAA"],["20251201000000","404","BBB"],["20251215000000","301","CCC"]]"#),
+    );
+    archive.set(
+        &format!("/web/20251101000000id_/{}", origin.url("/robots.txt")),
+        Reply::ok("User-agent: *\nDisallow: /z\n"),
+    );
+    let out = monitor(&cfg_b, &["import-history", "shop", "--archive", &archive.url("")]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 states found, 2 new"), "{out:?}");
+    assert_eq!(scalar(&history_first, "SELECT COUNT(*) FROM imported_states WHERE source LIKE 'archive:%'"), 2);
+}

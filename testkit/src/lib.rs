@@ -97,7 +97,12 @@ fn serve(stream: TcpStream, routes: &Mutex<HashMap<String, Reply>>, hits: &Atomi
     }
     hits.fetch_add(1, Ordering::SeqCst);
     let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let reply = routes.lock().unwrap().get(&path).cloned().unwrap_or_else(|| Reply::status(404));
+    // The exact target first, then the path without its query.
+    let reply = {
+        let routes = routes.lock().unwrap();
+        let bare = path.split('?').next().unwrap_or("/");
+        routes.get(&path).or_else(|| routes.get(bare)).cloned().unwrap_or_else(|| Reply::status(404))
+    };
     let mut stream = stream;
     match reply {
         Reply::Hang => std::thread::sleep(Duration::from_secs(120)),

@@ -53,6 +53,9 @@ pub struct FileReport {
     pub judged: i64,
     /// Of them, before the site's first known robots.txt: no verdict.
     pub unjudged: i64,
+    /// Requests read before, unjudged then, judged now against history
+    /// imported since.
+    pub rejudged: i64,
     /// Requests older than `compliance_retention`: not judged, as their
     /// rows would be deleted at once.
     pub too_old: i64,
@@ -276,6 +279,7 @@ impl Importer {
             slashes: m.site(site).map(robotsgate_config::Site::slashes).unwrap_or_default(),
             oldest: (crate::monitor::now_ms() - m.config().compliance_retention.as_millis() as i64).div_euclid(DAY_MS)
                 * DAY_MS,
+            start: None,
         };
         let mut importer = Importer { site: site.to_string(), format, reader, fetches: HashMap::new() };
         importer.reload(m).await?;
@@ -285,8 +289,9 @@ impl Importer {
     /// Reads the site's timeline and crawlers' last fetches again, for
     /// what the monitor and other importers recorded since.
     pub async fn reload(&mut self, m: &Monitor) -> anyhow::Result<()> {
-        let (timeline, bodies) = timeline::of(m.store(), &self.site).await?;
+        let (timeline, bodies, start) = timeline::of(m.store(), &self.site).await?;
         self.reader.timeline = timeline;
+        self.reader.start = start;
         self.fetches = ledger::reads(m.store(), &self.site)
             .await?
             .iter()
@@ -320,6 +325,8 @@ struct Reader {
     slashes: robotsgate_compliance::Slashes,
     /// The oldest request time kept (Unix ms): `compliance_retention` ago.
     oldest: i64,
+    /// When the site's timeline starts (its first known state), if it does.
+    start: Option<i64>,
 }
 
 impl Reader {
@@ -393,6 +400,12 @@ impl Reader {
         let (mut offset, mut line_no, mut since_commit) = (0i64, 0i64, 0i64);
         let mut line = Vec::with_capacity(1024);
         let mut w3c = matches!(format, Format::W3c).then(Directives::default);
+        // Lines read before `unjudged_before` were unjudged: those at or
+        // after the timeline's start now (history imported since) are
+        // judged again, moved out of their unjudged rows.
+        let start = self.start.unwrap_or(i64::MAX);
+        let rejudge = state.unjudged_before.filter(|before| start < *before).map(|before| (before, start));
+        state.unjudged_before = Some(state.unjudged_before.map_or(start, |b| b.min(start)));
         loop {
             line.clear();
             let read = match pending.pop_front() {
@@ -444,17 +457,24 @@ impl Reader {
             }
             // Blank lines (a line end written twice) are no lines of the log.
             let blank = text.iter().all(u8::is_ascii_whitespace);
-            if offset <= state.read_bytes {
+            // A line read before is read again only to judge it anew: when
+            // it was unjudged, and history imported since reaches its time.
+            let rejudging = offset <= state.read_bytes;
+            if rejudging {
                 report.already += i64::from(!blank);
-                continue;
+                if blank || rejudge.is_none() {
+                    continue;
+                }
+            } else {
+                state.read_bytes = offset;
+                if blank {
+                    continue;
+                }
+                report.lines += 1;
+                state.lines += 1;
             }
-            state.read_bytes = offset;
-            if blank {
-                continue;
-            }
-            report.lines += 1;
-            state.lines += 1;
             match read(text, &w3c) {
+                Err(_) if rejudging => {}
                 Err(Skip::NotHttp) => {
                     state.not_http += 1;
                     report.not_http += 1;
@@ -468,6 +488,8 @@ impl Reader {
                         bad.push((line_no, why, sample));
                     }
                 }
+                Ok(entry)
+                    if rejudging && !rejudge.is_some_and(|(before, start)| (start..before).contains(&entry.at_ms)) => {}
                 Ok(entry) => {
                     let other_host = entry.host.as_deref().is_some_and(|h| {
                         let h = h
@@ -477,19 +499,19 @@ impl Reader {
                     });
                     if entry.at_ms < self.oldest {
                         // Its rows would be pruned in this same run.
-                        report.too_old += 1;
+                        report.too_old += i64::from(!rejudging);
                     } else if other_host || !robotsgate_compliance::for_site(&entry.target, &self.hosts) {
-                        report.other_hosts += 1;
+                        report.other_hosts += i64::from(!rejudging);
                     } else if let Some((crawler, word)) = self.claim(&entry.user_agent) {
                         let identity = self.verify(crawler, entry.client).await;
                         let at = At { ms: entry.at_ms, seq: u64::try_from(line_no).unwrap_or(0) };
                         let target = robotsgate_compliance::origin_form(&entry.target);
                         if robotsgate_compliance::is_robots_fetch(target) && (300..400).contains(&entry.status) {
                             // Redirected: the file came from elsewhere, or not at all.
-                            report.redirected += 1;
+                            report.redirected += i64::from(!rejudging);
                         } else if robotsgate_compliance::is_robots_fetch(target) {
                             // Recorded, never judged; a spoofer's fetch is not the crawler's.
-                            report.fetches += 1;
+                            report.fetches += i64::from(!rejudging);
                             let token = self.catalogue.crawlers()[crawler].token.clone();
                             if identity != Identity::Spoofed
                                 && let Some(outcome) = fetched(&self.timeline, at, entry.status)
@@ -519,17 +541,39 @@ impl Reader {
                                 class: j.class.as_str(),
                                 day: entry.at_ms.div_euclid(DAY_MS),
                             };
-                            rows.entry((crawler, key)).or_default().add(
-                                entry.at_ms,
-                                &String::from_utf8_lossy(target),
-                                j.stale,
-                            );
-                            state.judged += 1;
-                            report.judged += 1;
-                            report.unjudged += i64::from(j.class == robotsgate_compliance::Class::Unjudged);
+                            let unjudged = j.class == robotsgate_compliance::Class::Unjudged;
+                            if rejudging {
+                                // Moved from the unjudged row it was counted in.
+                                if !unjudged {
+                                    let before = Key {
+                                        revision: 0,
+                                        line: 0,
+                                        status: 0,
+                                        class: robotsgate_compliance::Class::Unjudged.as_str(),
+                                        ..key.clone()
+                                    };
+                                    let t = rows.entry((crawler, before)).or_default();
+                                    if t.requests == 0 {
+                                        (t.first_at, t.last_at) = (i64::MAX, i64::MIN);
+                                    }
+                                    t.requests -= 1;
+                                    let target = String::from_utf8_lossy(target);
+                                    rows.entry((crawler, key)).or_default().add(entry.at_ms, &target, j.stale);
+                                    report.rejudged += 1;
+                                }
+                            } else {
+                                rows.entry((crawler, key)).or_default().add(
+                                    entry.at_ms,
+                                    &String::from_utf8_lossy(target),
+                                    j.stale,
+                                );
+                                state.judged += 1;
+                                report.judged += 1;
+                                report.unjudged += i64::from(unjudged);
+                            }
                         }
                     } else {
-                        report.others += 1;
+                        report.others += i64::from(!rejudging);
                     }
                 }
             }

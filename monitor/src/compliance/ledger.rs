@@ -35,12 +35,15 @@ pub struct FileState {
     pub not_http: i64,
     /// Lines not of the format.
     pub malformed: i64,
+    /// Requests before this time (Unix ms) were judged with no known state
+    /// (unjudged); `None` for a file read before this was kept.
+    pub unjudged_before: Option<i64>,
 }
 
 /// The state of file `file_id` of `site`, if it was read before.
 pub async fn file_state(store: &Store, site: &str, file_id: &str) -> Result<FileState, StoreError> {
     let row = sqlx::query(
-        "SELECT read_bytes, lines, judged, not_http, malformed FROM log_files WHERE site = $1 AND file_id = $2",
+        "SELECT read_bytes, lines, judged, not_http, malformed, unjudged_before FROM log_files WHERE site = $1 AND file_id = $2",
     )
     .bind(site)
     .bind(file_id)
@@ -55,6 +58,7 @@ pub async fn file_state(store: &Store, site: &str, file_id: &str) -> Result<File
             judged: r.try_get("judged")?,
             not_http: r.try_get("not_http")?,
             malformed: r.try_get("malformed")?,
+            unjudged_before: r.try_get("unjudged_before")?,
         })
     };
     read().map_err(q("reading a log file's offset"))
@@ -76,11 +80,12 @@ pub async fn write_file(
     // A file seen for the first time is inserted; one seen before is
     // updated only if its offset is still where this batch began.
     let done = sqlx::query(
-        "INSERT INTO log_files (site, file_id, path, read_bytes, lines, judged, not_http, malformed, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+        "INSERT INTO log_files (site, file_id, path, read_bytes, lines, judged, not_http, malformed, updated_at, unjudged_before) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $11) \
          ON CONFLICT (site, file_id) DO UPDATE SET path = excluded.path, \
          read_bytes = excluded.read_bytes, lines = excluded.lines, judged = excluded.judged, \
-         not_http = excluded.not_http, malformed = excluded.malformed, updated_at = excluded.updated_at \
+         not_http = excluded.not_http, malformed = excluded.malformed, updated_at = excluded.updated_at, \
+         unjudged_before = excluded.unjudged_before \
          WHERE log_files.read_bytes = $10",
     )
     .bind(site)
@@ -93,6 +98,7 @@ pub async fn write_file(
     .bind(state.malformed)
     .bind(now)
     .bind(from)
+    .bind(state.unjudged_before)
     .execute(&mut *conn)
     .await
     .map_err(q("recording a log file's offset"))?;

@@ -10,16 +10,38 @@ use robotsgate_compliance::{At, Outcome, Timeline};
 
 use crate::store::{Store, StoreError};
 
-/// The timeline of `site`, from its recorded states, with the outcome of
-/// each revision it served (by id).
-pub async fn of(store: &Store, site: &str) -> Result<(Timeline, HashMap<i64, Outcome>), StoreError> {
+/// The timeline of `site`, from its recorded states and, before the first
+/// of them, its imported history (`import-history`), with the outcome of
+/// each revision it served (by id) and when the timeline starts.
+pub async fn of(store: &Store, site: &str) -> Result<(Timeline, HashMap<i64, Outcome>, Option<i64>), StoreError> {
     let mut timeline = Timeline::new();
     let mut bodies: HashMap<i64, Outcome> = HashMap::new();
     let mut hashes: HashMap<i64, String> = HashMap::new();
     let holds = robotsgate_history::gate::holds(store.pool(), Some(site), true)
         .await
         .map_err(|source| StoreError::Query { doing: "reading the gate's holds", source })?;
-    for state in store.history(site).await? {
+    let states = store.history(site).await?;
+    let first_monitored = states.first().map_or(i64::MAX, |s| s.at);
+    let imported = robotsgate_history::imported::imported(store.pool(), site)
+        .await
+        .map_err(|source| StoreError::Query { doing: "reading imported history", source })?;
+    let mut start = (first_monitored < i64::MAX).then_some(first_monitored);
+    // History from before monitoring; the monitor's own states stand from
+    // its first on.
+    for i in imported.iter().filter(|i| i.at < first_monitored) {
+        let outcome = match i.revision_id {
+            Some(rev) => {
+                let body = store.revision_body(site, rev).await?.unwrap_or_default();
+                let o = Outcome::body(rev, &body);
+                bodies.insert(rev, o.clone());
+                o
+            }
+            None => Outcome::status(i.status.unwrap_or(404)),
+        };
+        timeline.push(At::ms(i.at), outcome);
+        start = Some(start.map_or(i.at, |s| s.min(i.at)));
+    }
+    for state in states {
         let (outcome, key) = match (state.policy.as_str(), state.revision_id) {
             ("rules", Some(rev)) => match bodies.get(&rev) {
                 Some(o) => (o.clone(), hashes.get(&rev).cloned()),
@@ -46,7 +68,7 @@ pub async fn of(store: &Store, site: &str) -> Result<(Timeline, HashMap<i64, Out
             Some(None) => {}
         }
     }
-    Ok((timeline, bodies))
+    Ok((timeline, bodies, start))
 }
 
 /// How much later than the monitor a gateway may first hold a change and

@@ -109,7 +109,7 @@ pub async fn serve(
 pub(crate) use crate::links::encode;
 
 /// Unix milliseconds as an RFC 3339 time, or "never".
-pub(crate) fn when(ms: Option<i64>) -> String {
+pub fn when(ms: Option<i64>) -> String {
     match ms {
         None => "never".to_string(),
         Some(ms) => {

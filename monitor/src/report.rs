@@ -20,6 +20,16 @@ pub async fn history(m: &Monitor, site: &str, url: Option<&str>, agent: Option<&
     m.site(site).with_context(|| format!("no site named `{site}` in the config"))?;
     let states = m.store().history(site).await?;
     let mut out = String::new();
+    // History from before monitoring, with where it came from.
+    if (url, agent) == (None, None) {
+        let first = states.first().map_or(i64::MAX, |s| s.at);
+        for i in robotsgate_history::imported::imported(m.store().pool(), site).await? {
+            let what =
+                i.revision_id.map_or_else(|| format!("no file ({})", i.status.unwrap_or(404)), |r| format!("rev {r}"));
+            let note = if i.at < first { "" } else { " (after monitoring began: the monitor's states stand)" };
+            writeln!(out, "{}  imported {what} from {}{note}", when(i.at), i.source)?;
+        }
+    }
     if states.is_empty() {
         writeln!(out, "{site}: nothing recorded yet")?;
         return Ok(out);

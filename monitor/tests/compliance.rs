@@ -936,6 +936,12 @@ fn history_from_git_in_either_order() {
         "User-agent: *\nDisallow: /c\n"
     );
 
+    // The report and `history` say where the imported revision came from.
+    let report = String::from_utf8(monitor(&cfg_a, &["compliance", "shop"]).stdout).unwrap();
+    assert!(report.contains(&format!("line 2, imported from git:{}@", repo.display())), "{report}");
+    let history = String::from_utf8(monitor(&cfg_a, &["history", "shop"]).stdout).unwrap();
+    assert_eq!(history.matches(" imported rev ").count(), 5, "{history}");
+
     // History first: judged at once, to the same ledger.
     let (history_first, cfg_b) = setup("history-first");
     import(&cfg_b);

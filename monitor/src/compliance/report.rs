@@ -59,6 +59,9 @@ pub struct Violated {
     pub samples: Vec<String>,
     /// The deciding line as written, when a line decided.
     pub rule: Option<String>,
+    /// Where the deciding revision came from, when it was imported history
+    /// (`git:REPO@COMMIT`, `dir:FILE`, `archive:TIMESTAMP`).
+    pub source: Option<String>,
 }
 
 /// The summary of `site` over the last `days`, for `crawler` if given.
@@ -100,6 +103,7 @@ pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) 
                         requests: r.requests,
                         samples: r.samples,
                         rule: None,
+                        source: None,
                     }),
                 }
             }
@@ -118,10 +122,13 @@ pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) 
         let held = revisions.iter().find(|r| r.0 == read.revision).map(|r| r.1);
         line.behind = held.map(|at| revisions.iter().filter(|r| r.1 > at).count() as i64);
     }
-    // The deciding lines as written, each revision read once.
+    // The deciding lines as written, each revision read once; and where an
+    // imported revision came from.
     let mut bodies: std::collections::HashMap<i64, Vec<u8>> = std::collections::HashMap::new();
+    let imported = robotsgate_history::imported::imported(m.store().pool(), site).await?;
     for line in by.values_mut() {
         for v in &mut line.violated {
+            v.source = imported.iter().find(|i| i.revision_id == Some(v.revision)).map(|i| i.source.clone());
             if v.revision <= 0 || v.line <= 0 {
                 continue;
             }
@@ -264,9 +271,10 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64) -> String {
                 (_, _, s) if s > 0 => format!("a {s} answer (disallow all)"),
                 _ => "no answer (disallow all)".to_string(),
             };
+            let from = v.source.as_ref().map_or(String::new(), |s| format!(", imported from {s}"));
             let _ = writeln!(
                 out,
-                "  violation of {rule} ({}): {} requests, e.g. {}",
+                "  violation of {rule}{from} ({}): {} requests, e.g. {}",
                 v.identity,
                 v.requests,
                 v.samples.join(" ")

@@ -8,7 +8,8 @@
 # line formats on the same requests, each into a fresh database: Apache's
 # vhost_combined (GoAccess's VCOMBINED beside it), and an nginx layout
 # (`--format nginx --layout`, here combined's own log_format text, read by
-# the layout reader). Offline.
+# the layout reader), IIS's W3C extended and AWS ALB lines of the same
+# requests (GoAccess's W3C and AWSALB beside them). Offline.
 #   scripts/bench-ingest.sh [LINES=10000000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +62,11 @@ browsers = [
 paths = ["/", "/products/shoe-%d", "/category/%d?sort=price", "/search?q=red+%d", "/search?page=%d", "/admin/x%d", "/cart/%d", "/blog/post-%d", "/robots.txt"]
 t0 = int(time.time()) + 2  # after the history's first state
 out = open(path, "w")
+# The same requests as IIS (W3C extended) and AWS ALB lines.
+w3c = open(path.replace("access.log", "u_ex.log"), "w")
+w3c.write("#Software: Microsoft Internet Information Services 10.0\n#Version: 1.0\n"
+          "#Fields: date time s-ip cs-method cs-uri-stem cs-uri-query s-port cs-username c-ip cs(User-Agent) cs(Referer) sc-status sc-substatus sc-win32-status time-taken\n")
+alb = open(path.replace("access.log", "alb.log"), "w")
 for i in range(n):
     t = time.gmtime(t0 + i * 3600 // n)
     stamp = time.strftime("%d/%b/%Y:%H:%M:%S +0000", t)
@@ -69,8 +75,16 @@ for i in range(n):
     if "%d" in p:
         p = p % random.randint(1, 5000)
     ip = "66.249.%d.%d" % (random.randint(64, 95), random.randint(1, 254))
-    out.write('%s - - [%s] "GET %s HTTP/1.1" 200 %d "-" "%s"\n' % (ip, stamp, p, random.randint(100, 90000), ua))
+    size = random.randint(100, 90000)
+    out.write('%s - - [%s] "GET %s HTTP/1.1" 200 %d "-" "%s"\n' % (ip, stamp, p, size, ua))
+    stem, _, query = p.partition("?")
+    w3c.write("%s %s 10.0.0.5 GET %s %s 443 - %s %s - 200 0 0 15\n" % (
+        time.strftime("%Y-%m-%d", t), time.strftime("%H:%M:%S", t), stem, query or "-", ip, ua.replace(" ", "+")))
+    alb.write('https %s app/shop-lb/50dc6c495c0c9188 %s:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 %d "GET https://shop.example:443%s HTTP/1.1" "%s" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/shop/73e2d6bc24d8a067 "Root=1-58337262-36d228ad5d99923122bbe354" "shop.example" "-" 0 %s "forward" "-" "-" "10.0.0.1:80" "200" "-" "-"\n' % (
+        time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", t), ip, size, p, ua, time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", t)))
 out.close()
+w3c.close()
+alb.close()
 PY
 size=$(du -h "$work/access.log" | cut -f1)
 echo "== $lines lines ($size), $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
@@ -102,4 +116,8 @@ measure "ingest --format vhost_combined" target/release/robots-monitor --config 
 measure "goaccess --log-format=VCOMBINED" goaccess "$work/vhost.log" --log-format=VCOMBINED -o "$work/report-vhost.json"
 layout='$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"'
 measure "ingest --format nginx --layout" target/release/robots-monitor --config "$(fresh layout)" ingest --site shop --format nginx --layout "$layout" "$work/access.log"
+measure "ingest --format w3c (IIS)" target/release/robots-monitor --config "$(fresh w3c)" ingest --site shop --format w3c "$work/u_ex.log"
+measure "goaccess --log-format=W3C" goaccess "$work/u_ex.log" --log-format=W3C -o "$work/report-w3c.json"
+measure "ingest --format alb" target/release/robots-monitor --config "$(fresh alb)" ingest --site shop --format alb "$work/alb.log"
+measure "goaccess --log-format=AWSALB" goaccess "$work/alb.log" --log-format=AWSALB -o "$work/report-alb.json"
 target/release/robots-monitor --config "$work/config.yaml" compliance shop | head -20

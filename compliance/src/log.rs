@@ -577,17 +577,17 @@ mod tests {
             (e.at_ms, e.host.as_deref(), e.user_agent.as_str()),
             (1_795_600_800_250, Some("shop.example"), "Googlebot/2.1")
         );
-        let fields = JsonFields {
-            time: "EdgeStartTimestamp".into(),
-            client: "ClientIP".into(),
-            method: "ClientRequestMethod".into(),
-            target: "ClientRequestURI".into(),
-            status: "EdgeResponseStatus".into(),
-            user_agent: "ClientRequestUserAgent".into(),
-            host: Some("ClientRequestHost".into()),
-        };
-        let cdn = br#"{"EdgeStartTimestamp":"2026-11-25T10:00:00.5Z","ClientIP":"2001:db8::7","ClientRequestMethod":"GET","ClientRequestURI":"/x","EdgeResponseStatus":403,"ClientRequestUserAgent":"GPTBot/1.1","ClientRequestHost":"shop.example"}"#;
-        let e = Format::Json(fields).read(cdn).unwrap();
+        // Field names by key, as `--field` gives them.
+        let fields = [
+            ("time", "ts"),
+            ("client", "ip"),
+            ("method", "m"),
+            ("target", "uri"),
+            ("status", "code"),
+            ("user_agent", "ua"),
+        ];
+        let cdn = br#"{"ts":"2026-11-25T10:00:00.5Z","ip":"2001:db8::7","m":"GET","uri":"/x","code":403,"ua":"GPTBot/1.1","host":"shop.example"}"#;
+        let e = Format::named("json", fields).unwrap().read(cdn).unwrap();
         assert_eq!((e.at_ms, e.status, e.client.to_string()), (1_795_600_800_500, 403, "2001:db8::7".to_string()));
         assert!(matches!(Format::Caddy.read(b"{\"ts\":1"), Err(Skip::Malformed(_))));
         assert!(matches!(Format::Json(JsonFields::default()).read(b"[1,2]"), Err(Skip::Malformed(_))));

@@ -163,6 +163,11 @@ enum Command {
     Shell(robotsgate_shell::Command),
 }
 
+/// `n` and the noun that agrees with it, for a count the ledger keeps.
+fn count(n: i64, one: &str, many: &str) -> String {
+    monitor::change::plural(usize::try_from(n).unwrap_or(0), one, many)
+}
+
 /// The log format the `ingest` flags name.
 fn log_format(
     format: &str,
@@ -338,11 +343,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         writeln!(
                             stdout,
                             "  {} older than compliance_retention ({}): not judged, as the ledger would delete them at once",
-                            monitor::change::plural(
-                                usize::try_from(r.too_old).unwrap_or(0),
-                                "request is",
-                                "requests are"
-                            ),
+                            count(r.too_old, "request is", "requests are"),
                             match m.config().compliance_retention.as_secs() {
                                 s if s % 86_400 == 0 => format!("{} days", s / 86_400),
                                 _ => humantime::format_duration(m.config().compliance_retention).to_string(),
@@ -359,18 +360,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         writeln!(
                             stdout,
                             "  {} read before, unjudged then, judged now against the history imported since",
-                            monitor::change::plural(usize::try_from(r.rejudged).unwrap_or(0), "request", "requests")
+                            count(r.rejudged, "request", "requests")
                         )?;
                     }
                     if r.unjudged > 0 {
                         writeln!(
                             stdout,
                             "  {} came before the first robots.txt robotsgate knows of {site}: unjudged, not obeyed (there is no evidence of what the crawler could hold)",
-                            monitor::change::plural(
-                                usize::try_from(r.unjudged).unwrap_or(0),
-                                "crawler request",
-                                "crawler requests"
-                            )
+                            count(r.unjudged, "crawler request", "crawler requests")
                         )?;
                     }
                 }

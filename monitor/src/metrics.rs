@@ -114,11 +114,27 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
         &["site", "crawler", "identity"],
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    // A gauge beside the counter, for alerting: the counter is rebuilt
+    // from the ledger at each scrape, so a crawler's first violation
+    // starts a series at its count (never at 0, so `increase()` misses it),
+    // and importing last month's log raises it as if the violations were
+    // new. The gauge counts the violations of rows whose latest request
+    // fell in the last hour, by request time.
+    let recent = IntGaugeVec::new(
+        Opts::new(
+            "robotsgate_crawler_violations_recent",
+            "Violations (that day) of crawlers whose latest violation was within the last hour, by request time",
+        ),
+        &["site", "crawler", "identity"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let rows = sqlx::query(
         // PostgreSQL sums BIGINT as NUMERIC, which the Any driver cannot read.
-        "SELECT site, crawler, identity, CAST(SUM(requests) AS BIGINT) AS n FROM ledger \
+        "SELECT site, crawler, identity, CAST(SUM(requests) AS BIGINT) AS n, \
+         CAST(SUM(CASE WHEN last_at >= $1 THEN requests ELSE 0 END) AS BIGINT) AS recent FROM ledger \
          WHERE class = 'violation' GROUP BY site, crawler, identity",
     )
+    .bind(now_ms() - 3_600_000)
     .fetch_all(m.store().pool())
     .await
     .map_err(q("summing violations"))?;
@@ -132,38 +148,10 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
         if m.site(&site).is_some() && m.catalogue().get(&crawler).is_some() {
             let n: i64 = r.try_get("n").unwrap_or(0);
             violations.with_label_values(&[&site, &crawler, &identity]).inc_by(n.max(0) as u64);
-        }
-    }
-    // A gauge beside the counter, for alerting: the counter is rebuilt
-    // from the ledger at each scrape, so a crawler's first violation
-    // starts a series at its count (never at 0, so `increase()` misses it),
-    // and importing last month's log raises it as if the violations were
-    // new. This counts the violations of rows whose latest request fell in
-    // the last hour, by request time.
-    let recent = IntGaugeVec::new(
-        Opts::new(
-            "robotsgate_crawler_violations_recent",
-            "Violations (that day) of crawlers whose latest violation was within the last hour, by request time",
-        ),
-        &["site", "crawler", "identity"],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let rows = sqlx::query(
-        "SELECT site, crawler, identity, CAST(SUM(requests) AS BIGINT) AS n FROM ledger \
-         WHERE class = 'violation' AND last_at >= $1 GROUP BY site, crawler, identity",
-    )
-    .bind(crate::monitor::now_ms() - 3_600_000)
-    .fetch_all(m.store().pool())
-    .await
-    .map_err(q("summing recent violations"))?;
-    for r in &rows {
-        let (site, crawler, identity): (String, String, String) = (
-            r.try_get("site").unwrap_or_default(),
-            r.try_get("crawler").unwrap_or_default(),
-            r.try_get("identity").unwrap_or_default(),
-        );
-        if m.site(&site).is_some() && m.catalogue().get(&crawler).is_some() {
-            recent.with_label_values(&[&site, &crawler, &identity]).set(r.try_get("n").unwrap_or(0));
+            let last_hour: i64 = r.try_get("recent").unwrap_or(0);
+            if last_hour > 0 {
+                recent.with_label_values(&[&site, &crawler, &identity]).set(last_hour);
+            }
         }
     }
     let _ = registry.register(Box::new(recent));

@@ -941,6 +941,13 @@ fn history_from_git_in_either_order() {
     assert!(report.contains(&format!("line 2, imported from git:{}@", repo.display())), "{report}");
     let history = String::from_utf8(monitor(&cfg_a, &["history", "shop"]).stdout).unwrap();
     assert_eq!(history.matches(" imported rev ").count(), 5, "{history}");
+    // The console's timeline shows them, with their source, after the monitor's own.
+    let console: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let _console = serve(&cfg_a, console, None);
+    let page = openapi::send(console, "GET", "/sites/shop", &[], b"");
+    let html = String::from_utf8_lossy(&page.body);
+    assert_eq!(html.matches("rules (imported)").count(), 5, "{html}");
+    assert!(html.contains(&format!("imported from git:{}@", repo.display())), "{html}");
 
     // History first: judged at once, to the same ledger.
     let (history_first, cfg_b) = setup("history-first");

@@ -270,7 +270,7 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
         })
         .collect();
     let history = m.store().history(name).await?;
-    let states = history
+    let mut states: Vec<StateView> = history
         .iter()
         .rev()
         .map(|s| StateView {
@@ -281,6 +281,18 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
             raw_href: s.revision_id.map(|id| format!("/sites/{}/revisions/{id}", encode(name))),
         })
         .collect();
+    // History from before monitoring (`import-history`), with its source.
+    let first = history.first().map_or(i64::MAX, |s| s.at);
+    let imported = robotsgate_history::imported::imported(m.store().pool(), name)
+        .await
+        .map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    states.extend(imported.into_iter().rev().filter(|i| i.at < first).map(|i| StateView {
+        at: when(Some(i.at)),
+        policy: if i.revision_id.is_some() { "rules (imported)" } else { "allow-all (imported)" }.to_string(),
+        reason: format!("imported from {}", i.source),
+        revision: i.revision_id.unwrap_or(0),
+        raw_href: i.revision_id.map(|id| format!("/sites/{}/revisions/{id}", encode(name))),
+    }));
     let row = m.store().site(name).await?;
     let targets = Monitor::targets(site);
     // What the site's page says first: its state as the sites page shows it.

@@ -490,6 +490,18 @@ fn console(cfg: &Path, in_chromium: bool) {
     });
 }
 
+/// The config of one site, `shop`, polled at `origin` and fronted for
+/// `shop.test`, testing `agent`, with its history in `database`.
+fn shop_config(dir: &Path, database: &str, origin: &Origin, agent: &str) -> std::path::PathBuf {
+    write_config(
+        dir,
+        &format!(
+            "database: \"{database}\"\nagents: [{agent}]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
+            origin.addr.port()
+        ),
+    )
+}
+
 /// `ingest` with its exit code, standard output and standard error.
 fn ingest_raw(cfg: &Path, extra: &[&str], files: &[&Path]) -> (Option<i32>, String, String) {
     let mut args = vec!["ingest", "--site", "shop"];
@@ -515,13 +527,7 @@ fn real_log_lines() {
     let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
     let origin = Origin::start();
     origin.set("/robots.txt", Reply::ok(V2));
-    let cfg = write_config(
-        &dir,
-        &format!(
-            "database: \"{database}\"\nagents: [Googlebot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
-            origin.addr.port()
-        ),
-    );
+    let cfg = shop_config(&dir, &database, &origin, "Googlebot");
     assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
     std::thread::sleep(std::time::Duration::from_millis(1100));
 
@@ -641,13 +647,7 @@ fn before_the_first_poll_nothing_is_obeyed() {
     let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
     let origin = Origin::start();
     origin.set("/robots.txt", Reply::ok("User-agent: GPTBot\nDisallow: /\n"));
-    let cfg = write_config(
-        &dir,
-        &format!(
-            "database: \"{database}\"\nagents: [GPTBot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
-            origin.addr.port()
-        ),
-    );
+    let cfg = shop_config(&dir, &database, &origin, "GPTBot");
     let log = dir.join("access.log");
     let Some((_nginx, addr)) = nginx(&dir, &log) else { return };
     get("127.0.0.3", addr, "GET", "/robots.txt", GPTBOT);
@@ -700,13 +700,7 @@ fn apache_and_nginx_layouts() {
     let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
     let origin = Origin::start();
     origin.set("/robots.txt", Reply::ok(V2));
-    let cfg = write_config(
-        &dir,
-        &format!(
-            "database: \"{database}\"\nagents: [Googlebot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
-            origin.addr.port()
-        ),
-    );
+    let cfg = shop_config(&dir, &database, &origin, "Googlebot");
     assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
     std::thread::sleep(std::time::Duration::from_millis(1100));
 
@@ -765,13 +759,7 @@ fn w3c_and_load_balancer_logs() {
     let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
     let origin = Origin::start();
     origin.set("/robots.txt", Reply::ok(V2));
-    let cfg = write_config(
-        &dir,
-        &format!(
-            "database: \"{database}\"\nagents: [Googlebot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
-            origin.addr.port()
-        ),
-    );
+    let cfg = shop_config(&dir, &database, &origin, "Googlebot");
     assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let out = Command::new("date").args(["-u", "+%Y-%m-%d %H:%M:%S"]).output().unwrap();
@@ -893,13 +881,7 @@ fn history_from_git_in_either_order() {
     let setup = |name: &str| {
         let database = fresh_database(Db::Sqlite, &dir.join(name)).unwrap();
         std::fs::create_dir_all(dir.join(name)).unwrap();
-        let cfg = write_config(
-            &dir.join(name),
-            &format!(
-                "database: \"{database}\"\nagents: [Googlebot]\ninterval: 1h\nsites:\n  - name: shop\n    url: http://127.0.0.1:{}/robots.txt\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n",
-                origin.addr.port()
-            ),
-        );
+        let cfg = shop_config(&dir.join(name), &database, &origin, "Googlebot");
         assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
         (database, cfg)
     };

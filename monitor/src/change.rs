@@ -150,12 +150,12 @@ impl GateNote {
     }
 }
 
-/// What the gate says of a change from `old` to `new` on `site`, judged
-/// as robots-proxy judges it; `None` when it breaks nothing or the site's
-/// gate is off.
+/// What the gate says of a change from `old` to `new` on `site` with its
+/// `pins` (`Site::pins`), judged as robots-proxy judges it; `None` when it
+/// breaks nothing or the site's gate is off.
 pub fn gate_note(
     site: &robotsgate_config::Site,
-    agents: &[String],
+    pins: &[rules::gate::Pin],
     catalogue: &robotsgate_crawlers::Catalogue,
     old: Option<&Policy>,
     new: &Policy,
@@ -164,7 +164,7 @@ pub fn gate_note(
     if site.gate == robotsgate_config::GateMode::Off {
         return None;
     }
-    let breaches = rules::gate::breaches(old, new, &site.pins(agents, catalogue), &site.floor(catalogue));
+    let breaches = rules::gate::breaches(old, new, pins, &site.floor(catalogue));
     if breaches.is_empty() {
         return None;
     }

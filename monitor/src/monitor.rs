@@ -249,6 +249,9 @@ impl Monitor {
                 _ => Vec::new(),
             };
             let new_state = changed.then(|| {
+                // The site's pins, expanded once a change: the broken-pin
+                // list and the gate both judge them.
+                let pins = site.pins(&agents, &self.catalogue);
                 let location = location(site);
                 let change = Change {
                     site: &site.name,
@@ -260,10 +263,10 @@ impl Monitor {
                     redirects: outcome.redirects.len(),
                     truncated: outcome.truncated,
                     flips: &flips,
-                    broken: change::broken(&policy, &site.pins(&agents, &self.catalogue)),
+                    broken: change::broken(&policy, &pins),
                     outage_critical: self.config.critical_after.is_zero(),
                     console: self.console_url(),
-                    gate: change::gate_note(site, &agents, &self.catalogue, known.as_ref().map(|k| &k.policy), &policy),
+                    gate: change::gate_note(site, &pins, &self.catalogue, known.as_ref().map(|k| &k.policy), &policy),
                     ai_policy: change::ai_contradictions(
                         site.proxy.as_ref().and_then(|p| p.ai_policy.as_ref()),
                         &self.catalogue,

@@ -502,6 +502,27 @@ fn shop_config(dir: &Path, database: &str, origin: &Origin, agent: &str) -> std:
     )
 }
 
+/// A shop polled once, serving [`V2`], with its history in a fresh SQLite
+/// file; a second later, so that log lines written now come after it.
+struct PolledShop {
+    dir: std::path::PathBuf,
+    database: String,
+    /// Kept alive: the site's robots.txt is served from it.
+    origin: Origin,
+    cfg: std::path::PathBuf,
+}
+
+fn polled_shop(name: &str) -> Option<PolledShop> {
+    let dir = temp_dir(name);
+    let database = fresh_database(Db::Sqlite, &dir)?;
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(V2));
+    let cfg = shop_config(&dir, &database, &origin, "Googlebot");
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    Some(PolledShop { dir, database, origin, cfg })
+}
+
 /// `ingest` with its exit code, standard output and standard error.
 fn ingest_raw(cfg: &Path, extra: &[&str], files: &[&Path]) -> (Option<i32>, String, String) {
     let mut args = vec!["ingest", "--site", "shop"];
@@ -523,13 +544,7 @@ fn ingest_raw(cfg: &Path, extra: &[&str], files: &[&Path]) -> (Option<i32>, Stri
 /// short, an xz file, a first line past 64 KiB, and the wrong `--format`.
 #[test]
 fn real_log_lines() {
-    let dir = temp_dir("compliance-real-lines");
-    let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
-    let origin = Origin::start();
-    origin.set("/robots.txt", Reply::ok(V2));
-    let cfg = shop_config(&dir, &database, &origin, "Googlebot");
-    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let Some(PolledShop { dir, database, origin: _origin, cfg }) = polled_shop("compliance-real-lines") else { return };
 
     let log = dir.join("access.log");
     let Some((_nginx, addr)) = nginx(&dir, &log) else { return };
@@ -696,13 +711,7 @@ fn before_the_first_poll_nothing_is_obeyed() {
 /// time before the status; an nginx `log_format` of the same shape.
 #[test]
 fn apache_and_nginx_layouts() {
-    let dir = temp_dir("compliance-layouts");
-    let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
-    let origin = Origin::start();
-    origin.set("/robots.txt", Reply::ok(V2));
-    let cfg = shop_config(&dir, &database, &origin, "Googlebot");
-    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let Some(PolledShop { dir, database, origin: _origin, cfg }) = polled_shop("compliance-layouts") else { return };
 
     let apache_layout = r#"%{X-Forwarded-For}i %h %t %D "%r" %>s "%{User-Agent}i""#;
     let apache_dir = dir.join("apache");
@@ -755,13 +764,7 @@ fn apache_and_nginx_layouts() {
 /// followed, and a resumed read of a grown file knows its fields.
 #[test]
 fn w3c_and_load_balancer_logs() {
-    let dir = temp_dir("compliance-w3c");
-    let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
-    let origin = Origin::start();
-    origin.set("/robots.txt", Reply::ok(V2));
-    let cfg = shop_config(&dir, &database, &origin, "Googlebot");
-    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let Some(PolledShop { dir, database, origin: _origin, cfg }) = polled_shop("compliance-w3c") else { return };
     let out = Command::new("date").args(["-u", "+%Y-%m-%d %H:%M:%S"]).output().unwrap();
     let now = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let (date, time) = now.split_once(' ').unwrap();

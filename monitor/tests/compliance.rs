@@ -729,10 +729,11 @@ fn apache_and_nginx_layouts() {
             headers.extend_from_slice(extra);
             request_from(None, addr, "GET", "shop.test", path, &headers).expect("an answer")
         };
-        send("/robots.txt", &[]);
+        // Each answer checked: a 403 robots.txt would mean "allow all".
+        assert_eq!(send("/robots.txt", &[]).status, 200, "{addr}");
         assert_eq!(send("/robots.txt", &[("X-Move", "1")]).status, 301);
-        send("/news/a", &[("X-Forwarded-For", "66.249.66.1")]); // a violation of Disallow: /news
-        send("/ok", &[]); // obeyed
+        assert_eq!(send("/news/a", &[("X-Forwarded-For", "66.249.66.1")]).status, 200); // a violation of Disallow: /news
+        assert_eq!(send("/ok", &[]).status, 200); // obeyed
     }
     let lines = |p: &Path| std::fs::read_to_string(p).unwrap_or_default().lines().count();
     assert!(eventually(10, || lines(&apache_dir.join("custom.log")) == 4 && lines(&nginx_log) == 4));

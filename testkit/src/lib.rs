@@ -539,8 +539,15 @@ pub fn apache(dir: &Path, layout: &str) -> Option<(Proc, SocketAddr)> {
         ),
     )
     .expect("apache config");
-    // Apache's children run as www-data: the folder must be theirs to read.
+    // Apache's children run as www-data: the folder must be theirs to read,
+    // and every folder above it theirs to pass through. `mktemp -d` makes
+    // its folder 0700, so under a scratch TMPDIR (scripts/test.sh) Apache
+    // answered 403 to everything, and a 403 robots.txt means "allow all".
     let _ = Command::new("chmod").args(["-R", "a+rX"]).arg(dir).status();
+    let tmp = std::env::temp_dir();
+    for above in dir.ancestors().skip(1).take_while(|a| a.starts_with(&tmp)) {
+        let _ = Command::new("chmod").arg("a+x").arg(above).status();
+    }
     let child = Command::new(bin)
         .args(["-X", "-f"])
         .arg(&conf)

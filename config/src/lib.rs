@@ -79,6 +79,12 @@ pub struct Config {
     /// How long compliance ledger rows are kept (by their UTC day).
     #[serde(default = "default_retention", with = "humantime_serde_compat")]
     pub compliance_retention: Duration,
+    /// Crawler verification for the access logs the monitor imports
+    /// (`ingest`, `logs:`), for a monitor with no gateway. Unset, the
+    /// monitor uses `proxy.identity` when there is one; with neither,
+    /// imported requests' identity is "not checked".
+    #[serde(default)]
+    pub identity: Option<IdentitySettings>,
     /// Alert on violations by spoofed claims too, not only verified ones
     /// (they are on the Compliance page either way).
     #[serde(default)]
@@ -796,6 +802,9 @@ impl Config {
         if let Some(ca) = config.email.as_mut().and_then(|e| e.ca_file.as_mut()) {
             anchor(ca);
         }
+        if let Some(dir) = config.identity.as_mut().and_then(|i| i.feeds_dir.as_mut()) {
+            anchor(dir);
+        }
         if let Some(p) = &mut config.proxy {
             anchor(&mut p.state_dir);
             if let Some(dir) = p.identity.as_mut().and_then(|i| i.feeds_dir.as_mut()) {
@@ -938,11 +947,15 @@ impl Config {
                 return Err(invalid("proxy.ledger".into(), "`flush`, `max_rows` and `queue` must be more than zero"));
             }
         }
-        if let Some(id) = self.proxy.as_ref().and_then(|p| p.identity.as_ref()) {
+        let identities = [
+            ("identity", self.identity.as_ref()),
+            ("proxy.identity", self.proxy.as_ref().and_then(|p| p.identity.as_ref())),
+        ];
+        for (at, id) in identities.into_iter().filter_map(|(at, id)| Some((at, id?))) {
             for (i, cidr) in id.trusted_proxies.iter().enumerate() {
                 if !is_cidr(cidr) {
                     return Err(invalid(
-                        format!("proxy.identity.trusted_proxies[{i}]"),
+                        format!("{at}.trusted_proxies[{i}]"),
                         &format!("`{cidr}` is not a CIDR like 10.0.0.0/8 or fd00::/8"),
                     ));
                 }
@@ -951,14 +964,14 @@ impl Config {
             for (i, token) in id.only.iter().enumerate() {
                 if catalogue.get(token).is_none() {
                     return Err(invalid(
-                        format!("proxy.identity.only[{i}]"),
+                        format!("{at}.only[{i}]"),
                         &format!("`{token}` is no catalogued crawler (add it under `crawlers:`)"),
                     ));
                 }
             }
             if id.budget.is_zero() || id.dns_timeout.is_zero() || id.refresh.is_zero() || id.dns_in_flight == 0 {
                 return Err(invalid(
-                    "proxy.identity".into(),
+                    at.into(),
                     "`budget`, `dns_timeout`, `refresh` and `dns_in_flight` must be more than zero",
                 ));
             }

@@ -100,6 +100,12 @@ enum Command {
         /// `text` or `json`.
         #[arg(long, default_value = "text")]
         output: String,
+        /// Take the files back instead: subtract what each added to the
+        /// ledger and forget how far it was read, so that it can be
+        /// imported again (with the right --format, say) without counting
+        /// anything twice.
+        #[arg(long)]
+        forget: bool,
         /// The log files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -315,7 +321,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Fetches { site, days } => write!(stdout, "{}", report::fetches(&m, &site, days).await?)?,
         Command::Test { site } => write!(stdout, "{}", report::test(&m, &site).await?)?,
-        Command::Ingest { site, format, layout, fields, output, files } => {
+        Command::Ingest { site, forget: true, files, .. } => {
+            for (path, f) in monitor::compliance::ingest::forget(&m, &site, &files).await? {
+                if f.known {
+                    writeln!(
+                        stdout,
+                        "{path}: forgotten: {} taken out of the ledger; its {} will be read again by the next import",
+                        count(f.requests, "crawler request", "crawler requests"),
+                        count(f.lines, "line", "lines"),
+                    )?;
+                } else {
+                    writeln!(stdout, "{path}: no import of {site} has read this file; nothing to forget")?;
+                }
+            }
+        }
+        Command::Ingest { site, format, layout, fields, output, files, .. } => {
             let format = log_format(&format, layout.as_deref(), &fields)?;
             let reports = monitor::compliance::ingest::ingest(&m, &site, &files, &format).await?;
             if output == "json" {

@@ -23,11 +23,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use robotsgate_compliance::log::{Format, Skip};
-use robotsgate_compliance::w3c::Directives;
 use robotsgate_compliance::{At, Fetch, Identity, Outcome, Request, Timeline};
 use robotsgate_crawlers::Catalogue;
 
 use super::ledger::{self, FileState, Key, Read as Fetched, Tally};
+use super::prefetch::{self, Prefetch};
 use super::{DAY_MS, timeline};
 use crate::monitor::Monitor;
 
@@ -83,9 +83,16 @@ pub struct FileReport {
 
 /// Verification for imports: the gateway's, from `proxy.identity`.
 async fn verification(m: &Monitor) -> anyhow::Result<Option<robotsgate_identity::Identity>> {
-    let Some(settings) = m.config().proxy.as_ref() else { return Ok(None) };
-    let Some(id) = settings.identity.as_ref() else { return Ok(None) };
-    let dir = id.feeds_dir.clone().unwrap_or_else(|| settings.state_dir.join("feeds"));
+    let config = m.config();
+    let proxy = config.proxy.as_ref();
+    // The monitor's own `identity:` first; else the gateway's.
+    let Some(id) = config.identity.as_ref().or_else(|| proxy.and_then(|p| p.identity.as_ref())) else {
+        return Ok(None);
+    };
+    let dir = id.feeds_dir.clone().unwrap_or_else(|| match proxy {
+        Some(p) => p.state_dir.join("feeds"),
+        None => PathBuf::from("var/feeds"),
+    });
     let dns = id.reverse_dns.then(|| robotsgate_identity::dns::DnsOptions {
         servers: id.dns_servers.clone(),
         timeout: id.dns_timeout,
@@ -242,6 +249,26 @@ pub async fn ingest(m: &Monitor, site: &str, paths: &[PathBuf], format: &Format)
     Ok(reports)
 }
 
+/// Takes `paths` back for `site`: what each added to the ledger is
+/// subtracted and how far it was read forgotten, so that an import reads it
+/// again from its start (with the right `--format`, say) and nothing counts
+/// twice. A file is known as an import knows it (by its first line), so a
+/// rotated or compressed copy names the same file.
+pub async fn forget(m: &Monitor, site: &str, paths: &[PathBuf]) -> anyhow::Result<Vec<(String, ledger::Forgotten)>> {
+    anyhow::ensure!(m.site(site).is_some(), "no site named `{site}` in the config");
+    let mut out = Vec::new();
+    for path in paths {
+        let Opened { lines: mut input, .. } = open(path)?;
+        let shown = path.display().to_string();
+        let Some(head) = head(&mut input, path)? else {
+            out.push((shown, ledger::Forgotten::default()));
+            continue;
+        };
+        out.push((shown, ledger::forget_file(m.store(), site, &identity(&head)).await?));
+    }
+    Ok(out)
+}
+
 /// Deletes ledger rows older than `compliance_retention`.
 pub async fn prune(m: &Monitor) -> anyhow::Result<()> {
     let keep = m.config().compliance_retention.as_millis() as i64;
@@ -392,66 +419,53 @@ impl Reader {
         // Where this batch began: the commit counts it only if no other
         // import moved the file's offset meanwhile.
         let mut from = state.read_bytes;
-        let mut pending: std::collections::VecDeque<Vec<u8>> = head.into();
         // Keyed by the crawler's index while reading (no string to hash or
         // copy a line); the catalogue's token replaces it on commit.
         let (mut rows, mut reads): (HashMap<(usize, Key), Tally>, HashMap<String, Fetched>) = Default::default();
         let mut bad: Vec<(i64, String, String)> = Vec::new();
         let (mut offset, mut line_no, mut since_commit) = (0i64, 0i64, 0i64);
-        let mut line = Vec::with_capacity(1024);
-        let mut w3c = matches!(format, Format::W3c).then(Directives::default);
+        let w3c = matches!(format, Format::W3c);
         // Lines read before `unjudged_before` were unjudged: those at or
         // after the timeline's start now (history imported since) are
         // judged again, moved out of their unjudged rows.
         let start = self.start.unwrap_or(i64::MAX);
         let rejudge = state.unjudged_before.filter(|before| start < *before).map(|before| (before, start));
         state.unjudged_before = Some(state.unjudged_before.map_or(start, |b| b.min(start)));
+        // Lines are parsed ahead on every core; those read before are not
+        // parsed at all unless history imported since judges them again.
+        let parsed_after = if rejudge.is_some() { 0 } else { state.read_bytes };
+        let mut lines = Prefetch::start(input, head, format, parsed_after);
         loop {
-            line.clear();
-            let read = match pending.pop_front() {
-                Some(known) => {
-                    line.extend_from_slice(&known);
-                    // A line longer than the identity took: the rest of it.
-                    let more = if known.ends_with(b"\n") { Ok(0) } else { input.read_until(b'\n', &mut line) };
-                    more.map(|more| known.len() + more)
-                }
-                None => input.read_until(b'\n', &mut line),
-            };
-            let n = match read {
-                Ok(n) => n,
+            let line = match lines.next() {
+                None => break,
+                Some(Ok(line)) => line,
                 // A truncated .gz, a disk error: what was read counts, and
                 // the next file is read; the error is reported.
-                Err(e) => {
+                Some(Err(e)) => {
                     report.error = Some(format!("{shown}: read up to line {line_no}, then: {e}"));
                     break;
                 }
             };
-            if n == 0 {
-                break;
-            }
-            let text = line.strip_suffix(b"\n").unwrap_or(&line);
-            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            let n = line.raw.len();
             // A byte-order mark before the first line is no part of it.
-            let text = if line_no == 0 { text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text) } else { text };
+            let text = prefetch::text_of(&line.raw, line_no == 0);
             // The last line has no line end: in a finished (compressed) file
             // it is complete; in a live one, only if it reads as a whole
-            // line (a line cut short reads as malformed), else it waits for
-            // the rest.
-            let read = |text: &[u8], w3c: &Option<Directives>| match w3c {
-                Some(d) => d.read(text),
-                None => format.read(text),
+            // line (a line cut short reads as malformed), or was read
+            // before, else it waits for the rest.
+            let whole = match &line.parsed {
+                Some(parsed) => !matches!(parsed, Err(Skip::Malformed(_))),
+                None => offset + n as i64 <= state.read_bytes,
             };
-            if !line.ends_with(b"\n") && !compressed && matches!(read(text, &w3c), Err(Skip::Malformed(_))) {
+            if !line.raw.ends_with(b"\n") && !compressed && !whole {
                 break;
             }
             offset += n as i64;
             line_no += 1;
             // A W3C directive (`#Fields:`, `#Date:`) is no request: it names
-            // the fields of the lines after it, in a resumed read too.
-            if let Some(d) = w3c.as_mut()
-                && text.first() == Some(&b'#')
-            {
-                d.directive(text);
+            // the fields of the lines after it (the parsers apply it), in a
+            // resumed read too.
+            if w3c && text.first() == Some(&b'#') {
                 state.read_bytes = state.read_bytes.max(offset);
                 continue;
             }
@@ -473,7 +487,8 @@ impl Reader {
                 report.lines += 1;
                 state.lines += 1;
             }
-            match read(text, &w3c) {
+            let Some(parsed) = line.parsed else { continue };
+            match parsed {
                 Err(_) if rejudging => {}
                 Err(Skip::NotHttp) => {
                     state.not_http += 1;
@@ -621,6 +636,7 @@ async fn commit(
 ) -> anyhow::Result<()> {
     let mut tx = m.store().pool().begin().await.context("starting an import transaction")?;
     ledger::write_rows(&mut tx, site, rows).await.context("adding to the ledger")?;
+    ledger::write_file_rows(&mut tx, site, file_id, rows).await?;
     ledger::write_reads(&mut tx, site, reads).await.context("recording robots.txt reads")?;
     for (line, why, text) in bad.iter() {
         ledger::write_bad_line(&mut tx, site, file_id, *line, why, text).await?;

@@ -129,6 +129,133 @@ pub async fn write_bad_line(
     Ok(())
 }
 
+/// Records what one file's batch added to the ledger (its rows' counts),
+/// so that [`forget_file`] can take them back.
+pub async fn write_file_rows(
+    conn: &mut AnyConnection,
+    site: &str,
+    file_id: &str,
+    rows: &HashMap<Key, Tally>,
+) -> Result<(), StoreError> {
+    let mut ordered: Vec<(&Key, &Tally)> = rows.iter().collect();
+    // The ledger's own order: concurrent imports lock rows alike.
+    ordered.sort_by(|a, b| a.0.cmp(b.0));
+    for (k, t) in ordered {
+        sqlx::query(
+            "INSERT INTO log_file_rows (site, file_id, crawler, identity, revision_id, line, status, class, day, \
+             requests, stale) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+             ON CONFLICT (site, file_id, crawler, identity, revision_id, line, status, class, day) DO UPDATE SET \
+             requests = log_file_rows.requests + excluded.requests, stale = log_file_rows.stale + excluded.stale",
+        )
+        .bind(site)
+        .bind(file_id)
+        .bind(&k.crawler)
+        .bind(k.identity)
+        .bind(k.revision)
+        .bind(k.line)
+        .bind(k.status)
+        .bind(k.class)
+        .bind(k.day)
+        .bind(t.requests)
+        .bind(t.stale)
+        .execute(&mut *conn)
+        .await
+        .map_err(q("recording what a file added"))?;
+    }
+    Ok(())
+}
+
+/// What forgetting a file took back.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Forgotten {
+    /// Whether any import had read the file.
+    pub known: bool,
+    /// Its path as last imported.
+    pub path: String,
+    /// Lines it had read.
+    pub lines: i64,
+    /// Crawler requests taken back out of the ledger.
+    pub requests: i64,
+}
+
+/// Takes a file back, in one transaction: subtracts what it added to the
+/// ledger (rows that reach zero go), and forgets how far it was read and
+/// its bad-line samples, so that the next import reads it from its start.
+/// First and last times and sample URLs of rows other files share stay as
+/// they were: they are bounds, not counts.
+pub async fn forget_file(store: &Store, site: &str, file_id: &str) -> Result<Forgotten, StoreError> {
+    let mut tx = store.pool().begin().await.map_err(q("starting to forget a file"))?;
+    let file = sqlx::query("SELECT path, lines FROM log_files WHERE site = $1 AND file_id = $2")
+        .bind(site)
+        .bind(file_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(q("reading a log file's state"))?;
+    let mut out = Forgotten::default();
+    if let Some(row) = file {
+        out = Forgotten { known: true, path: row.get(0), lines: row.get(1), requests: 0 };
+    }
+    let rows = sqlx::query(
+        "SELECT crawler, identity, revision_id, line, status, class, day, requests, stale FROM log_file_rows \
+         WHERE site = $1 AND file_id = $2 ORDER BY crawler, identity, revision_id, line, status, class, day",
+    )
+    .bind(site)
+    .bind(file_id)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(q("reading what a file added"))?;
+    for r in &rows {
+        let (requests, stale): (i64, i64) = (r.get(7), r.get(8));
+        out.requests += requests;
+        let key = |from: usize| {
+            let at = |i: usize| format!("${}", from + i);
+            format!(
+                "site = {} AND crawler = {} AND identity = {} AND revision_id = {} AND line = {} AND status = {} \
+                 AND class = {} AND day = {}",
+                at(0),
+                at(1),
+                at(2),
+                at(3),
+                at(4),
+                at(5),
+                at(6),
+                at(7)
+            )
+        };
+        let update = format!("UPDATE ledger SET requests = requests - $1, stale = stale - $2 WHERE {}", key(3));
+        let delete = format!("DELETE FROM ledger WHERE requests <= 0 AND {}", key(1));
+        let bind_key = |query: sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments>| {
+            query
+                .bind(site.to_string())
+                .bind(r.get::<String, _>(0))
+                .bind(r.get::<String, _>(1))
+                .bind(r.get::<i64, _>(2))
+                .bind(r.get::<i64, _>(3))
+                .bind(r.get::<i64, _>(4))
+                .bind(r.get::<String, _>(5))
+                .bind(r.get::<i64, _>(6))
+        };
+        bind_key(sqlx::query(sqlx::AssertSqlSafe(update)).bind(requests).bind(stale))
+            .execute(&mut *tx)
+            .await
+            .map_err(q("taking a file's counts out of the ledger"))?;
+        bind_key(sqlx::query(sqlx::AssertSqlSafe(delete)))
+            .execute(&mut *tx)
+            .await
+            .map_err(q("taking a file's counts out of the ledger"))?;
+    }
+    for table in ["log_file_rows", "log_files", "log_bad_lines"] {
+        sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE site = $1 AND file_id = $2")))
+            .bind(site)
+            .bind(file_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(q("forgetting a log file"))?;
+    }
+    tx.commit().await.map_err(q("committing a forgotten file"))?;
+    Ok(out)
+}
+
 /// Deletes ledger rows of days before `before_day`; returns how many.
 pub async fn prune(store: &Store, before_day: i64) -> Result<u64, StoreError> {
     let done = sqlx::query("DELETE FROM ledger WHERE day < $1")
@@ -136,6 +263,11 @@ pub async fn prune(store: &Store, before_day: i64) -> Result<u64, StoreError> {
         .execute(store.pool())
         .await
         .map_err(q("pruning the ledger"))?;
+    sqlx::query("DELETE FROM log_file_rows WHERE day < $1")
+        .bind(before_day)
+        .execute(store.pool())
+        .await
+        .map_err(q("pruning what files added"))?;
     Ok(done.rows_affected())
 }
 

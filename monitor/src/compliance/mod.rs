@@ -8,6 +8,7 @@
 pub mod alerts;
 pub mod ingest;
 pub mod ledger;
+pub mod prefetch;
 pub mod report;
 pub mod tail;
 pub mod timeline;

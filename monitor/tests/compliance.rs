@@ -135,6 +135,21 @@ fn run(db: Db) {
     assert!(out.contains("1 lines (12 read before)"), "{out}");
     assert_eq!(totals(&database), (1, 1, 5));
 
+    // Taken back (named by its compressed copy: the same file), then read
+    // again: counted once, whatever the order.
+    let out = monitor(&cfg, &["ingest", "--site", "shop", "--forget", gz.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("forgotten: 7 crawler requests taken out of the ledger; its 13 lines"), "{text}");
+    assert_eq!(totals(&database), (0, 0, 0), "{text}");
+    assert_eq!(scalar(&database, "SELECT CAST(COUNT(*) AS BIGINT) FROM ledger WHERE site = 'shop'"), 0);
+    let out = ingest(&cfg, &[&log]);
+    assert!(out.contains("13 lines (0 read before)"), "{out}");
+    assert_eq!(totals(&database), (1, 1, 5));
+    let out = monitor(&cfg, &["ingest", "--site", "shop", "--forget", dir.join("config.yaml").to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to forget"));
+    assert_eq!(totals(&database), (1, 1, 5));
+
     // The report: per crawler, its last robots.txt read and how far behind.
     let out = monitor(&cfg, &["compliance", "shop", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -151,6 +166,8 @@ fn run(db: Db) {
     assert_eq!(of("bingbot")["violations"], 4);
     let text = String::from_utf8_lossy(&monitor(&cfg, &["compliance", "shop"]).stdout).into_owned();
     assert!(text.contains("Googlebot (Google, search)") && text.contains("last read robots.txt"), "{text}");
+    // No verification configured: said, not "0 verified".
+    assert!(text.contains("[identity: 2 not checked]"), "{text}");
     assert!(text.contains("violation of revision") && text.contains("/news/a"), "{text}");
 
     // The console: the Compliance pages and their JSON, held to the
@@ -965,4 +982,64 @@ fn history_from_git_in_either_order() {
     let out = monitor(&cfg_b, &["import-history", "shop", "--archive", &archive.url("")]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("2 states found, 2 new"), "{out:?}");
     assert_eq!(scalar(&history_first, "SELECT COUNT(*) FROM imported_states WHERE source LIKE 'archive:%'"), 2);
+}
+
+/// Verification for imported logs on a monitor with no gateway: the
+/// top-level `identity:` checks each address against the crawler's
+/// published ranges (a feed served on loopback), so a claimed Googlebot
+/// from outside them is a spoofer, judged as one, and the report says so.
+#[test]
+fn imported_logs_are_verified_without_a_gateway() {
+    let dir = temp_dir("compliance-identity");
+    let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok("User-agent: Googlebot\nDisallow: /news\n"));
+    origin.set("/googlebot.json", Reply::ok(r#"{"creationTime":"x","prefixes":[{"ipv4Prefix":"127.0.0.7/32"}]}"#));
+    let cfg = write_config(
+        &dir,
+        &format!(
+            "database: \"{database}\"\nagents: [Googlebot]\ninterval: 1h\n\
+             identity: {{ reverse_dns: false, feeds_dir: feeds }}\n\
+             crawlers:\n  - {{ token: Googlebot, operator: Google, purpose: search, obeys: true, source: https://example.test/,\n      verify: {{ ip_ranges: [\"{}\"] }} }}\n\
+             sites:\n  - name: shop\n    url: {}\n",
+            origin.url("/googlebot.json"),
+            origin.url("/robots.txt"),
+        ),
+    );
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let now = chrono_like_now();
+    let log = dir.join("access.log");
+    std::fs::write(
+        &log,
+        format!(
+            "127.0.0.7 - - [{now}] \"GET /news/a HTTP/1.1\" 200 3 \"-\" \"{GOOGLEBOT}\"\n\
+             127.0.0.8 - - [{now}] \"GET /news/b HTTP/1.1\" 200 3 \"-\" \"{GOOGLEBOT}\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = ingest_raw(&cfg, &[], &[&log]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("2 crawler requests judged"), "{out}");
+    let identities = |answer: &str| {
+        scalar(
+            &database,
+            &format!("SELECT CAST(COALESCE(SUM(requests), 0) AS BIGINT) FROM ledger WHERE identity = '{answer}'"),
+        )
+    };
+    assert_eq!((identities("verified"), identities("spoofed"), identities("unverifiable")), (1, 1, 0));
+    let text = String::from_utf8_lossy(&monitor(&cfg, &["compliance", "shop"]).stdout).into_owned();
+    assert!(text.contains("[identity: 1 spoofed, 1 verified]"), "{text}");
+
+    // A slip in the section is refused with its key.
+    let bad =
+        std::fs::read_to_string(&cfg).unwrap().replace("reverse_dns: false", "reverse_dns: false, only: [Googelbot]");
+    std::fs::write(&cfg, bad).unwrap();
+    let out = monitor(&cfg, &["check-config"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("identity.only[0]"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -136,8 +136,13 @@ fn read(
     let mut directives = w3c.then(Directives::default);
     let (mut offset, mut seq) = (0i64, 0u64);
     loop {
-        let mut batch =
-            Batch { seq, directives: directives.clone(), lines: Vec::with_capacity(BATCH_LINES), first: seq == 0, error: None };
+        let mut batch = Batch {
+            seq,
+            directives: directives.clone(),
+            lines: Vec::with_capacity(BATCH_LINES),
+            first: seq == 0,
+            error: None,
+        };
         while batch.lines.len() < BATCH_LINES {
             let mut line = Vec::new();
             let read = match head.pop_front() {

@@ -236,10 +236,16 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64) -> String {
         );
     }
     for l in lines {
-        let ids: Vec<String> = l.identity.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        // "unverifiable" is what a request's identity is when nothing was
+        // checked (no verification configured, or none possible): said so.
+        let ids: Vec<String> = l
+            .identity
+            .iter()
+            .map(|(k, v)| format!("{v} {}", if k == "unverifiable" { "not checked" } else { k }))
+            .collect();
         let _ = writeln!(
             out,
-            "{} ({}, {}): {} requests, {} obeyed, {} in grace, {} violations{} [{}]",
+            "{} ({}, {}): {} requests, {} obeyed, {} in grace, {} violations{} [identity: {}]",
             l.crawler,
             if l.operator.is_empty() { "unknown operator" } else { &l.operator },
             if l.purpose.is_empty() { "unknown purpose" } else { &l.purpose },

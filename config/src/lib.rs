@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 mod explain;
+pub mod origin;
 pub mod pins;
 pub mod telemetry;
 
@@ -179,9 +180,12 @@ pub struct ProxySettings {
     /// (`origin_tls: true`), instead of the system's roots.
     #[serde(default)]
     pub origin_ca_file: Option<PathBuf>,
-    /// Worker threads of the proxy service (Pingora's default is 1).
-    #[serde(default = "default_threads")]
-    pub threads: usize,
+    /// Worker threads of the proxy service: `auto` (the default: one per
+    /// core available to the process) or a number. Set a number where the
+    /// gateway shares its machine with the origin or a database: it then
+    /// takes no more than its share.
+    #[serde(default)]
+    pub threads: Threads,
     /// Serve plain HTTP/1.1 requests on the gateway's own lean path (the
     /// default). `false` sends every request through Pingora's full proxy
     /// pipeline, for comparison or as a fallback.
@@ -325,11 +329,19 @@ pub struct TlsListener {
 pub struct SiteProxy {
     /// Host header values routed to this site.
     pub hosts: Vec<String>,
-    /// The origin, `host:port`.
+    /// The origin: `host:port`, or a URL (`http://host:port`,
+    /// `https://host`); read through [`SiteProxy::endpoint`].
     pub origin: String,
     /// Connect to the origin over TLS.
     #[serde(default)]
     pub origin_tls: bool,
+    /// Tell the origin who the client is: `X-Forwarded-For`,
+    /// `X-Forwarded-Proto` and `Forwarded` (the default). At the edge the
+    /// gateway writes them from what it saw, dropping what the client
+    /// sent; behind `proxy.identity.trusted_proxies` it keeps their chain
+    /// and appends the peer. `false` passes them as the client sent them.
+    #[serde(default = "default_true")]
+    pub forwarded_headers: bool,
     /// SNI and Host for the origin; the first of `hosts` by default.
     #[serde(default)]
     pub sni: Option<String>,
@@ -363,6 +375,14 @@ pub struct SiteProxy {
     /// pages, and, if asked, enforcement.
     #[serde(default)]
     pub ai_policy: Option<AiPolicySettings>,
+}
+
+impl SiteProxy {
+    /// The origin to connect to and whether over TLS, from `origin` and
+    /// `origin_tls` (validation refuses what this cannot read).
+    pub fn endpoint(&self) -> Result<origin::Endpoint, String> {
+        origin::endpoint(&self.origin, self.origin_tls)
+    }
 }
 
 /// Allowed or not, for one purpose.
@@ -725,8 +745,39 @@ fn default_unknown_status() -> u16 {
 fn default_true() -> bool {
     true
 }
-fn default_threads() -> usize {
-    1
+/// `proxy.threads`: `auto` or a count.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum Threads {
+    /// A count (validated to be at least 1).
+    Count(usize),
+    /// A word: only `auto` is valid.
+    Word(String),
+}
+
+impl Default for Threads {
+    fn default() -> Threads {
+        Threads::Word("auto".into())
+    }
+}
+
+impl Threads {
+    /// The worker threads to run: `auto` is the cores available.
+    pub fn count(&self) -> usize {
+        match self {
+            Threads::Count(n) => (*n).max(1),
+            Threads::Word(_) => std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        }
+    }
+
+    /// Why the value is not one, if it is not.
+    fn invalid(&self) -> Option<String> {
+        match self {
+            Threads::Count(0) => Some("0 threads serve nothing: give `auto` or a number from 1".into()),
+            Threads::Word(w) if w != "auto" => Some(format!("`{w}`: give `auto` or a number of threads")),
+            _ => None,
+        }
+    }
 }
 fn default_origin_timeout() -> Duration {
     Duration::from_secs(60)
@@ -826,7 +877,15 @@ impl Config {
         let config: Config = serde_saphyr::from_str_with_options(text, yaml_options()).map_err(|e| {
             ConfigError::Syntax { path: path.into(), message: explain::message(&e.to_string(), path, text) }
         })?;
+        let mut config = config;
         config.validate(path)?;
+        // One form for every reader: `host:port` and its TLS flag, whether
+        // `origin:` was written as that or as a URL (validated above).
+        for p in config.sites.iter_mut().filter_map(|s| s.proxy.as_mut()) {
+            if let Ok(e) = p.endpoint() {
+                (p.origin, p.origin_tls) = (e.authority, e.tls);
+            }
+        }
         Ok(config)
     }
 
@@ -911,8 +970,8 @@ impl Config {
             if p.hosts.is_empty() {
                 return Err(invalid(key("hosts"), "list at least one Host name"));
             }
-            if !p.origin.contains(':') {
-                return Err(invalid(key("origin"), "write `host:port`"));
+            if let Err(why) = p.endpoint() {
+                return Err(invalid(key("origin"), &why));
             }
             if p.robots_file.is_some() && p.robots_static.is_some() {
                 return Err(invalid(key("robots_file"), "give `robots_file` or `robots_static`, not both"));
@@ -946,6 +1005,9 @@ impl Config {
             if l.flush.is_zero() || l.max_rows == 0 || l.queue == 0 {
                 return Err(invalid("proxy.ledger".into(), "`flush`, `max_rows` and `queue` must be more than zero"));
             }
+        }
+        if let Some(why) = self.proxy.as_ref().and_then(|p| p.threads.invalid()) {
+            return Err(invalid("proxy.threads".into(), &why));
         }
         let identities = [
             ("identity", self.identity.as_ref()),

@@ -531,13 +531,23 @@ impl Front {
         // Names with `_` are dropped, as nginx does: origins that map fields
         // to CGI-style variables read `Content_Length` as `Content-Length`.
         // One `Content-Length` goes on, however the client repeated it.
+        let forwarded = site.proxy.forwarded_headers;
+        let mut sent = crate::forwarded::Sent::default();
         for f in req.headers.iter() {
-            if !(hop_by_hop(f.name)
+            if forwarded && crate::forwarded::is_forwarded_field(f.name) {
+                sent.add(f.name, f.value);
+            } else if !(hop_by_hop(f.name)
                 || f.name.contains('_')
                 || f.name.eq_ignore_ascii_case("content-length")
                 || f.name.eq_ignore_ascii_case(CRAWLER_FIELD))
             {
                 push_field(&mut head, f.name, f.value);
+            }
+        }
+        if forwarded {
+            let trusted = conn.peer.is_some_and(|p| self.gateway.trusted.contains(p));
+            for (name, value) in crate::forwarded::fields(conn.peer, trusted, conn.tls, &sent) {
+                push_field(&mut head, name, value.as_bytes());
             }
         }
         if let Some(value) = log.as_ref().and_then(|l| l.visit.field()) {
@@ -585,7 +595,13 @@ impl Front {
             Err(Failure::Origin(status, why)) => {
                 tracing::warn!(site = %f.site.name, error = %why, "origin failed");
                 self.gateway.metrics.origin_failures.with_label_values(&[&f.site.name, &status.to_string()]).inc();
-                let body = format!("robots-proxy: the origin of {} failed: {why}\n", f.site.name);
+                // The log names the cause and the address; public clients
+                // get neither (an internal address is no one's business).
+                let body = format!(
+                    "robots-proxy: the origin of {} {}\n",
+                    f.site.name,
+                    if status == 504 { "did not answer in time" } else { "could not be reached" }
+                );
                 let _ = client.write_all(&answer(status, body.as_bytes(), true)).await;
                 let _ = client.flush().await;
                 (status, false)

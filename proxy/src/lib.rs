@@ -11,6 +11,7 @@ pub mod coalesce;
 pub mod crawler;
 pub mod deadline;
 pub mod forward;
+pub mod forwarded;
 pub mod framing;
 pub mod gate;
 pub mod gateway;

@@ -263,7 +263,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let conf = ServerConf {
         grace_period_seconds: Some(settings.grace_period.as_secs()),
         graceful_shutdown_timeout_seconds: Some(settings.grace_period.as_secs().max(1)),
-        threads: settings.threads.max(1),
+        threads: settings.threads.count(),
         ca_file: settings.origin_ca_file.as_ref().map(|p| p.display().to_string()),
         ..ServerConf::default()
     };

@@ -243,12 +243,27 @@ impl ProxyHttp for Pipeline {
     /// The verification answer goes to the origin in `Robotsgate-Crawler`.
     async fn upstream_request_filter(
         &self,
-        _session: &mut Session,
+        session: &mut Session,
         upstream_request: &mut pingora::http::RequestHeader,
         ctx: &mut Self::CTX,
     ) -> Result<()> {
         if let Some(value) = ctx.visit.as_ref().and_then(Visit::field) {
             upstream_request.insert_header(CRAWLER_FIELD, value)?;
+        }
+        if ctx.site.as_ref().is_some_and(|s| s.proxy.forwarded_headers) {
+            let mut sent = crate::forwarded::Sent::default();
+            for name in crate::forwarded::FIELDS {
+                for value in upstream_request.headers.get_all(name) {
+                    sent.add(name, value.as_bytes());
+                }
+                upstream_request.remove_header(name);
+            }
+            let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+            let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
+            let trusted = peer.is_some_and(|p| self.0.trusted.contains(p));
+            for (name, value) in crate::forwarded::fields(peer, trusted, tls, &sent) {
+                upstream_request.insert_header(name, value)?;
+            }
         }
         Ok(())
     }

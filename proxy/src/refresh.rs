@@ -548,9 +548,11 @@ impl Refresher {
         let url = format!("{scheme}://{host}:{port}/robots.txt");
         // Connect to the configured origin while naming the site's host, so
         // virtual hosting and SNI see the real name.
-        let addr = match tokio::net::lookup_host(&p.origin).await.ok().and_then(|mut a| a.next()) {
-            Some(a) => a,
-            None => SocketAddr::from(([127, 0, 0, 1], port)),
+        // A name that does not resolve is the origin unreachable (the last
+        // good copy serves), never some other address.
+        let Some(addr) = tokio::net::lookup_host(&p.origin).await.ok().and_then(|mut a| a.next()) else {
+            tracing::warn!(site = %site.name, origin = %p.origin, "the origin does not resolve");
+            return robotsgate_fetch::unreachable(rules::TransportError::Dns);
         };
         match self.client(&site.name, &host, addr) {
             Ok(client) => robotsgate_fetch::fetch_remote(&client, &url, &Validators::default()).await,

@@ -247,3 +247,38 @@ fn a_graceful_stop_with_nothing_in_flight_is_quick() {
         drop(idle);
     }
 }
+
+/// The origin learns the client's address and scheme from the gateway, in
+/// `X-Forwarded-For`, `X-Forwarded-Proto` and `Forwarded`, on both paths;
+/// a client at the edge cannot write its own (a fake Googlebot address).
+/// And an origin failure's body names no internal address.
+#[test]
+fn the_origin_learns_the_client_and_no_client_forges_it() {
+    for fast in [true, false] {
+        let e = start("forwarded", fast);
+        let raw = "GET /who HTTP/1.1\r\nHost: shop.test\r\nX-Forwarded-For: 66.249.66.1\r\n\
+                   x-forwarded-for: 66.249.66.2\r\nForwarded: for=66.249.66.1\r\nX-Forwarded-Proto: https\r\n\
+                   Connection: close\r\n\r\n";
+        let answer = exchange(e.addr, raw.as_bytes(), Duration::from_secs(5));
+        assert_eq!(statuses(&answer).first(), Some(&200), "fast {fast}: {answer}");
+        let heads = received(&e, "/who");
+        assert_eq!(heads.len(), 1, "fast {fast}: {heads:?}");
+        let fields: Vec<(String, String)> = heads[0]
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let all = |name: &str| fields.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect::<Vec<_>>();
+        assert_eq!(all("x-forwarded-for"), ["127.0.0.1"], "fast {fast}: {}", heads[0]);
+        assert_eq!(all("x-forwarded-proto"), ["http"], "fast {fast}: {}", heads[0]);
+        assert_eq!(all("forwarded"), ["for=127.0.0.1;proto=http"], "fast {fast}: {}", heads[0]);
+
+        // A broken origin: 502, and the body says so without its address.
+        e.origin.script("/broken", b"NOT HTTP AT ALL\r\n\r\n", true);
+        let answer = exchange(e.addr, &get("/broken", "Mozilla/5.0"), Duration::from_secs(5));
+        assert_eq!(statuses(&answer).first(), Some(&502), "fast {fast}: {answer}");
+        let port = e.origin.addr.port().to_string();
+        assert!(!answer.contains("127.0.0.1") && !answer.contains(&port), "fast {fast}: the body leaks: {answer}");
+    }
+}

@@ -298,7 +298,6 @@ impl Importer {
         anyhow::ensure!(m.site(site).is_some(), "no site named `{site}` in the config");
         let reader = Reader {
             catalogue: m.catalogue().clone(),
-            agents: HashMap::new(),
             verified: HashMap::new(),
             identity: verification(m).await?,
             timeline: Timeline::new(),
@@ -340,8 +339,6 @@ impl Importer {
 /// The state one import carries from line to line.
 struct Reader {
     catalogue: Catalogue,
-    /// User-Agent to (crawler index, word), or none.
-    agents: HashMap<String, Option<(usize, String)>>,
     /// (crawler index, address) to the identity answer.
     verified: HashMap<(usize, IpAddr), Identity>,
     identity: Option<robotsgate_identity::Identity>,
@@ -365,22 +362,6 @@ impl Reader {
                 (key, tally)
             })
             .collect()
-    }
-
-    /// The crawler a User-Agent claims: its index and word.
-    fn claim(&mut self, user_agent: &str) -> Option<(usize, String)> {
-        if let Some(c) = self.agents.get(user_agent) {
-            return c.clone();
-        }
-        let found = self.catalogue.claim(user_agent).and_then(|(c, word)| {
-            let i = self.catalogue.crawlers().iter().position(|x| std::ptr::eq(x, c))?;
-            Some((i, word.to_string()))
-        });
-        if self.agents.len() >= MAX_AGENTS {
-            self.agents.clear();
-        }
-        self.agents.insert(user_agent.to_string(), found.clone());
-        found
     }
 
     async fn verify(&mut self, crawler: usize, ip: IpAddr) -> Identity {
@@ -434,169 +415,170 @@ impl Reader {
         // Lines are parsed ahead on every core; those read before are not
         // parsed at all unless history imported since judges them again.
         let parsed_after = if rejudge.is_some() { 0 } else { state.read_bytes };
-        let mut lines = Prefetch::start(input, head, format, parsed_after);
-        loop {
-            let line = match lines.next() {
-                None => break,
-                Some(Ok(line)) => line,
-                // A truncated .gz, a disk error: what was read counts, and
-                // the next file is read; the error is reported.
-                Some(Err(e)) => {
-                    report.error = Some(format!("{shown}: read up to line {line_no}, then: {e}"));
-                    break;
+        let mut lines = Prefetch::start(input, head, format, &self.catalogue, parsed_after);
+        'file: while let Some(mut batch) = lines.next_batch() {
+            let parsed = std::mem::take(&mut batch.parsed);
+            for (i, parsed) in parsed.into_iter().enumerate() {
+                let raw = batch.raw(i);
+                let n = raw.len();
+                // A byte-order mark before the first line is no part of it.
+                let text = prefetch::text_of(raw, batch.first_line(i));
+                // The last line has no line end: in a finished (compressed) file
+                // it is complete; in a live one, only if it reads as a whole
+                // line (a line cut short reads as malformed), or was read
+                // before, else it waits for the rest.
+                let whole = match &parsed {
+                    Some(p) => !matches!(p.entry, Err(Skip::Malformed(_))),
+                    None => offset + n as i64 <= state.read_bytes,
+                };
+                if !raw.ends_with(b"\n") && !compressed && !whole {
+                    break 'file;
                 }
-            };
-            let n = line.raw.len();
-            // A byte-order mark before the first line is no part of it.
-            let text = prefetch::text_of(&line.raw, line_no == 0);
-            // The last line has no line end: in a finished (compressed) file
-            // it is complete; in a live one, only if it reads as a whole
-            // line (a line cut short reads as malformed), or was read
-            // before, else it waits for the rest.
-            let whole = match &line.parsed {
-                Some(parsed) => !matches!(parsed, Err(Skip::Malformed(_))),
-                None => offset + n as i64 <= state.read_bytes,
-            };
-            if !line.raw.ends_with(b"\n") && !compressed && !whole {
-                break;
-            }
-            offset += n as i64;
-            line_no += 1;
-            // A W3C directive (`#Fields:`, `#Date:`) is no request: it names
-            // the fields of the lines after it (the parsers apply it), in a
-            // resumed read too.
-            if w3c && text.first() == Some(&b'#') {
-                state.read_bytes = state.read_bytes.max(offset);
-                continue;
-            }
-            // Blank lines (a line end written twice) are no lines of the log.
-            let blank = text.iter().all(u8::is_ascii_whitespace);
-            // A line read before is read again only to judge it anew: when
-            // it was unjudged, and history imported since reaches its time.
-            let rejudging = offset <= state.read_bytes;
-            if rejudging {
-                report.already += i64::from(!blank);
-                if blank || rejudge.is_none() {
+                offset += n as i64;
+                line_no += 1;
+                // A W3C directive (`#Fields:`, `#Date:`) is no request: it names
+                // the fields of the lines after it (the parsers apply it), in a
+                // resumed read too.
+                if w3c && text.first() == Some(&b'#') {
+                    state.read_bytes = state.read_bytes.max(offset);
                     continue;
                 }
-            } else {
-                state.read_bytes = offset;
-                if blank {
-                    continue;
-                }
-                report.lines += 1;
-                state.lines += 1;
-            }
-            let Some(parsed) = line.parsed else { continue };
-            match parsed {
-                Err(_) if rejudging => {}
-                Err(Skip::NotHttp) => {
-                    state.not_http += 1;
-                    report.not_http += 1;
-                }
-                Err(Skip::Malformed(why)) => {
-                    state.malformed += 1;
-                    report.malformed += 1;
-                    if state.malformed <= BAD_SAMPLES {
-                        let sample = String::from_utf8_lossy(&text[..text.len().min(500)]).into_owned();
-                        report.bad_samples.push((line_no, why.clone()));
-                        bad.push((line_no, why, sample));
+                // Blank lines (a line end written twice) are no lines of the log.
+                let blank = text.iter().all(u8::is_ascii_whitespace);
+                // A line read before is read again only to judge it anew: when
+                // it was unjudged, and history imported since reaches its time.
+                let rejudging = offset <= state.read_bytes;
+                if rejudging {
+                    report.already += i64::from(!blank);
+                    if blank || rejudge.is_none() {
+                        continue;
                     }
+                } else {
+                    state.read_bytes = offset;
+                    if blank {
+                        continue;
+                    }
+                    report.lines += 1;
+                    state.lines += 1;
                 }
-                Ok(entry)
-                    if rejudging && !rejudge.is_some_and(|(before, start)| (start..before).contains(&entry.at_ms)) => {}
-                Ok(entry) => {
-                    let other_host = entry.host.as_deref().is_some_and(|h| {
-                        let h = h
-                            .rsplit_once(':')
-                            .map_or(h, |(a, p)| if p.bytes().all(|b| b.is_ascii_digit()) { a } else { h });
-                        !self.hosts.is_empty() && !self.hosts.iter().any(|x| x.eq_ignore_ascii_case(h))
-                    });
-                    if entry.at_ms < self.oldest {
-                        // Its rows would be pruned in this same run.
-                        report.too_old += i64::from(!rejudging);
-                    } else if other_host || !robotsgate_compliance::for_site(&entry.target, &self.hosts) {
-                        report.other_hosts += i64::from(!rejudging);
-                    } else if let Some((crawler, word)) = self.claim(&entry.user_agent) {
-                        let identity = self.verify(crawler, entry.client).await;
-                        let at = At { ms: entry.at_ms, seq: u64::try_from(line_no).unwrap_or(0) };
-                        let target = robotsgate_compliance::origin_form(&entry.target);
-                        if robotsgate_compliance::is_robots_fetch(target) && (300..400).contains(&entry.status) {
-                            // Redirected: the file came from elsewhere, or not at all.
-                            report.redirected += i64::from(!rejudging);
-                        } else if robotsgate_compliance::is_robots_fetch(target) {
-                            // Recorded, never judged; a spoofer's fetch is not the crawler's.
-                            report.fetches += i64::from(!rejudging);
-                            let token = self.catalogue.crawlers()[crawler].token.clone();
-                            if identity != Identity::Spoofed
-                                && let Some(outcome) = fetched(&self.timeline, at, entry.status)
-                            {
-                                let read = Fetched {
-                                    at: at.ms,
-                                    seq: line_no,
-                                    revision: outcome.revision.unwrap_or(0),
-                                    status: i64::from(outcome.status.unwrap_or(0)),
+                let Some(parsed) = parsed else { continue };
+                match parsed.entry {
+                    Err(_) if rejudging => {}
+                    Err(Skip::NotHttp) => {
+                        state.not_http += 1;
+                        report.not_http += 1;
+                    }
+                    Err(Skip::Malformed(why)) => {
+                        state.malformed += 1;
+                        report.malformed += 1;
+                        if state.malformed <= BAD_SAMPLES {
+                            let sample = String::from_utf8_lossy(&text[..text.len().min(500)]).into_owned();
+                            report.bad_samples.push((line_no, why.clone()));
+                            bad.push((line_no, why, sample));
+                        }
+                    }
+                    Ok(entry)
+                        if rejudging
+                            && !rejudge.is_some_and(|(before, start)| (start..before).contains(&entry.at_ms)) => {}
+                    Ok(entry) => {
+                        let other_host = entry.host.as_deref().is_some_and(|h| {
+                            let h = h
+                                .rsplit_once(':')
+                                .map_or(h, |(a, p)| if p.bytes().all(|b| b.is_ascii_digit()) { a } else { h });
+                            !self.hosts.is_empty() && !self.hosts.iter().any(|x| x.eq_ignore_ascii_case(h))
+                        });
+                        if entry.at_ms < self.oldest {
+                            // Its rows would be pruned in this same run.
+                            report.too_old += i64::from(!rejudging);
+                        } else if other_host || !robotsgate_compliance::for_site(&entry.target, &self.hosts) {
+                            report.other_hosts += i64::from(!rejudging);
+                        } else if let Some((crawler, word)) = parsed.claim {
+                            let identity = self.verify(crawler, entry.client).await;
+                            let at = At { ms: entry.at_ms, seq: u64::try_from(line_no).unwrap_or(0) };
+                            let target = robotsgate_compliance::origin_form(&entry.target);
+                            if robotsgate_compliance::is_robots_fetch(target) && (300..400).contains(&entry.status) {
+                                // Redirected: the file came from elsewhere, or not at all.
+                                report.redirected += i64::from(!rejudging);
+                            } else if robotsgate_compliance::is_robots_fetch(target) {
+                                // Recorded, never judged; a spoofer's fetch is not the crawler's.
+                                report.fetches += i64::from(!rejudging);
+                                let token = self.catalogue.crawlers()[crawler].token.clone();
+                                if identity != Identity::Spoofed
+                                    && let Some(outcome) = fetched(&self.timeline, at, entry.status)
+                                {
+                                    let read = Fetched {
+                                        at: at.ms,
+                                        seq: line_no,
+                                        revision: outcome.revision.unwrap_or(0),
+                                        status: i64::from(outcome.status.unwrap_or(0)),
+                                    };
+                                    if fetches.get(&token).is_none_or(|f| f.at < at) {
+                                        fetches.insert(token.clone(), Fetch { at, outcome });
+                                        reads.insert(token, read);
+                                    }
+                                }
+                            } else {
+                                let window = self.catalogue.crawlers()[crawler].robots_cache();
+                                let request = Request { at, crawler: &word, identity, target, slashes: self.slashes };
+                                let last = fetches.get(&self.catalogue.crawlers()[crawler].token);
+                                let j = robotsgate_compliance::judge(&request, last, window, &self.timeline);
+                                let key = Key {
+                                    crawler: String::new(),
+                                    identity: identity.as_str(),
+                                    revision: j.revision.unwrap_or(0),
+                                    line: i64::from(j.line.unwrap_or(0)),
+                                    status: i64::from(j.status.unwrap_or(0)),
+                                    class: j.class.as_str(),
+                                    day: entry.at_ms.div_euclid(DAY_MS),
                                 };
-                                if fetches.get(&token).is_none_or(|f| f.at < at) {
-                                    fetches.insert(token.clone(), Fetch { at, outcome });
-                                    reads.insert(token, read);
+                                let unjudged = j.class == robotsgate_compliance::Class::Unjudged;
+                                if rejudging {
+                                    // Moved from the unjudged row it was counted in.
+                                    if !unjudged {
+                                        let before = Key {
+                                            revision: 0,
+                                            line: 0,
+                                            status: 0,
+                                            class: robotsgate_compliance::Class::Unjudged.as_str(),
+                                            ..key.clone()
+                                        };
+                                        let t = rows.entry((crawler, before)).or_default();
+                                        if t.requests == 0 {
+                                            (t.first_at, t.last_at) = (i64::MAX, i64::MIN);
+                                        }
+                                        t.requests -= 1;
+                                        let target = String::from_utf8_lossy(target);
+                                        rows.entry((crawler, key)).or_default().add(entry.at_ms, &target, j.stale);
+                                        report.rejudged += 1;
+                                    }
+                                } else {
+                                    rows.entry((crawler, key)).or_default().add(
+                                        entry.at_ms,
+                                        &String::from_utf8_lossy(target),
+                                        j.stale,
+                                    );
+                                    state.judged += 1;
+                                    report.judged += 1;
+                                    report.unjudged += i64::from(unjudged);
                                 }
                             }
                         } else {
-                            let window = self.catalogue.crawlers()[crawler].robots_cache();
-                            let request = Request { at, crawler: &word, identity, target, slashes: self.slashes };
-                            let last = fetches.get(&self.catalogue.crawlers()[crawler].token);
-                            let j = robotsgate_compliance::judge(&request, last, window, &self.timeline);
-                            let key = Key {
-                                crawler: String::new(),
-                                identity: identity.as_str(),
-                                revision: j.revision.unwrap_or(0),
-                                line: i64::from(j.line.unwrap_or(0)),
-                                status: i64::from(j.status.unwrap_or(0)),
-                                class: j.class.as_str(),
-                                day: entry.at_ms.div_euclid(DAY_MS),
-                            };
-                            let unjudged = j.class == robotsgate_compliance::Class::Unjudged;
-                            if rejudging {
-                                // Moved from the unjudged row it was counted in.
-                                if !unjudged {
-                                    let before = Key {
-                                        revision: 0,
-                                        line: 0,
-                                        status: 0,
-                                        class: robotsgate_compliance::Class::Unjudged.as_str(),
-                                        ..key.clone()
-                                    };
-                                    let t = rows.entry((crawler, before)).or_default();
-                                    if t.requests == 0 {
-                                        (t.first_at, t.last_at) = (i64::MAX, i64::MIN);
-                                    }
-                                    t.requests -= 1;
-                                    let target = String::from_utf8_lossy(target);
-                                    rows.entry((crawler, key)).or_default().add(entry.at_ms, &target, j.stale);
-                                    report.rejudged += 1;
-                                }
-                            } else {
-                                rows.entry((crawler, key)).or_default().add(
-                                    entry.at_ms,
-                                    &String::from_utf8_lossy(target),
-                                    j.stale,
-                                );
-                                state.judged += 1;
-                                report.judged += 1;
-                                report.unjudged += i64::from(unjudged);
-                            }
+                            report.others += i64::from(!rejudging);
                         }
-                    } else {
-                        report.others += i64::from(!rejudging);
                     }
                 }
+                since_commit += 1;
+                if since_commit >= BATCH_LINES && !(from == 0 && all_malformed(&report)) {
+                    commit(m, site, &id, &shown, from, &state, &self.keyed(&mut rows), &mut reads, &mut bad).await?;
+                    from = state.read_bytes;
+                    since_commit = 0;
+                }
             }
-            since_commit += 1;
-            if since_commit >= BATCH_LINES && !(from == 0 && all_malformed(&report)) {
-                commit(m, site, &id, &shown, from, &state, &self.keyed(&mut rows), &mut reads, &mut bad).await?;
-                from = state.read_bytes;
-                since_commit = 0;
+            // A truncated .gz, a disk error: what was read counts, and the
+            // next file is read; the error is reported.
+            if let Some(e) = batch.error {
+                report.error = Some(format!("{shown}: read up to line {line_no}, then: {e}"));
+                break;
             }
         }
         if from == 0 && all_malformed(&report) {

@@ -7,51 +7,84 @@
 //! nothing but the line and the format (and for W3C logs the `#Fields:` in
 //! force), so it runs ahead on every core:
 //!
-//! - one thread reads lines (decompressing) into batches, numbered;
-//! - one worker a core parses batches as they come;
+//! - one thread reads lines (decompressing) into batches, numbered, each
+//!   one buffer with its line ends (no allocation a line);
+//! - one worker a core parses batches as they come, and names the crawler
+//!   each User-Agent claims (with its own cache), so the importer touches
+//!   a browser's line only to count it;
 //! - the importer takes the batches back in their numbers' order.
 //!
 //! Every channel is bounded, so memory stays bounded however large the file;
 //! and a reader dropped early (a read error, a live file's unfinished last
 //! line) stops the threads at their next hand-over.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use robotsgate_compliance::log::{Entry, Format, Skip};
 use robotsgate_compliance::w3c::Directives;
+use robotsgate_crawlers::Catalogue;
 
 /// Lines a batch holds: enough that handing it over costs nothing next to
 /// parsing it, few enough that every core gets work on a small file.
-const BATCH_LINES: usize = 2048;
+const BATCH_LINES: usize = 4096;
+/// Distinct User-Agents a worker remembers (bounded memory).
+const MAX_AGENTS: usize = 50_000;
 
-/// One line of the log as read.
+/// The crawler a User-Agent claims: its index in the catalogue, and the
+/// word that claimed it.
+pub type Claim = Option<(usize, String)>;
+
+/// What a worker made of one line.
 #[derive(Debug)]
-pub struct Line {
-    /// The line's bytes, with its line end when it had one.
-    pub raw: Vec<u8>,
-    /// What the format reads in it; `None` for a line the importer said it
-    /// would not judge (read before), a blank line or a W3C directive.
-    pub parsed: Option<Result<Entry, Skip>>,
+pub struct Parsed {
+    /// What the format reads in it.
+    pub entry: Result<Entry, Skip>,
+    /// The crawler its User-Agent claims.
+    pub claim: Claim,
 }
 
-/// A line, or the error that ended the reading (a truncated .gz).
-pub type Item = std::io::Result<Line>;
-
-/// A batch on its way from the reader to a worker.
-struct Batch {
-    /// Its number: batches are handed back in this order.
+/// Lines of the file, in order: one buffer, where each line ends, and what
+/// the workers made of each.
+#[derive(Debug)]
+pub struct Batch {
     seq: u64,
-    /// The `#Fields:` in force at its start (W3C logs).
     directives: Option<Directives>,
-    /// Its lines, each with whether to parse it.
-    lines: Vec<(Vec<u8>, bool)>,
-    /// Whether it starts the file (its first line may carry a BOM).
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+    /// Per line whether to parse it (on the way in), then what it read.
+    wanted: Vec<bool>,
+    /// What each line read; `None` for a line not parsed (read before,
+    /// blank, or a W3C directive).
+    pub parsed: Vec<Option<Parsed>>,
     first: bool,
-    /// The error that ended the reading after its lines.
-    error: Option<std::io::Error>,
+    /// The error that ended the reading after these lines (a truncated .gz).
+    pub error: Option<std::io::Error>,
+}
+
+impl Batch {
+    /// How many lines.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether it holds no line.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Line `i` as read, with its line end when it had one.
+    pub fn raw(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.buf[start..self.ends[i]]
+    }
+
+    /// Whether line `i` is the file's first.
+    pub fn first_line(&self, i: usize) -> bool {
+        self.first && i == 0
+    }
 }
 
 /// The text of a raw line: without its line end, and, for the file's first
@@ -62,20 +95,27 @@ pub fn text_of(raw: &[u8], first: bool) -> &[u8] {
     if first { text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text) } else { text }
 }
 
-/// What `format` reads in one line's `text`, under W3C `directives`.
-pub fn parse(format: &Format, directives: Option<&Directives>, text: &[u8]) -> Result<Entry, Skip> {
-    match directives {
-        Some(d) => d.read(text),
-        None => format.read(text),
+/// The crawler `user_agent` claims, remembered in `cache`.
+pub fn claim(catalogue: &Catalogue, cache: &mut HashMap<String, Claim>, user_agent: &str) -> Claim {
+    if let Some(c) = cache.get(user_agent) {
+        return c.clone();
     }
+    let found = catalogue.claim(user_agent).and_then(|(c, word)| {
+        let i = catalogue.crawlers().iter().position(|x| std::ptr::eq(x, c))?;
+        Some((i, word.to_string()))
+    });
+    if cache.len() >= MAX_AGENTS {
+        cache.clear();
+    }
+    cache.insert(user_agent.to_string(), found.clone());
+    found
 }
 
-/// Lines read and parsed ahead, in file order.
+/// Batches read and parsed ahead, in file order.
 pub struct Prefetch {
-    done: Receiver<(u64, Vec<Item>)>,
-    waiting: BTreeMap<u64, Vec<Item>>,
+    done: Receiver<Batch>,
+    waiting: BTreeMap<u64, Batch>,
     next: u64,
-    current: std::vec::IntoIter<Item>,
 }
 
 impl std::fmt::Debug for Prefetch {
@@ -89,38 +129,37 @@ impl Prefetch {
     /// (the last of which may be the start of a longer line, which the
     /// reader completes). Lines ending at or before byte `parsed_after` are
     /// not parsed: the importer reads them again only to skip them.
-    pub fn start(input: Box<dyn BufRead + Send>, head: Vec<Vec<u8>>, format: &Format, parsed_after: i64) -> Prefetch {
+    pub fn start(
+        input: Box<dyn BufRead + Send>,
+        head: Vec<Vec<u8>>,
+        format: &Format,
+        catalogue: &Catalogue,
+        parsed_after: i64,
+    ) -> Prefetch {
         let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
         let (work_tx, work_rx) = sync_channel::<Batch>(workers * 2);
-        let (done_tx, done) = sync_channel::<(u64, Vec<Item>)>(workers * 2);
+        let (done_tx, done) = sync_channel::<Batch>(workers * 2);
         let w3c = matches!(format, Format::W3c);
         std::thread::spawn(move || read(input, head.into(), w3c, parsed_after, &work_tx));
         let work_rx = Arc::new(Mutex::new(work_rx));
         for _ in 0..workers {
-            let (work_rx, done_tx, format) = (Arc::clone(&work_rx), done_tx.clone(), format.clone());
-            std::thread::spawn(move || work(&work_rx, &done_tx, &format));
+            let (work_rx, done_tx) = (Arc::clone(&work_rx), done_tx.clone());
+            let (format, catalogue) = (format.clone(), catalogue.clone());
+            std::thread::spawn(move || work(&work_rx, &done_tx, &format, &catalogue));
         }
-        Prefetch { done, waiting: BTreeMap::new(), next: 0, current: Vec::new().into_iter() }
+        Prefetch { done, waiting: BTreeMap::new(), next: 0 }
     }
-}
 
-impl Iterator for Prefetch {
-    type Item = Item;
-
-    fn next(&mut self) -> Option<Item> {
-        loop {
-            if let Some(item) = self.current.next() {
-                return Some(item);
-            }
-            while !self.waiting.contains_key(&self.next) {
-                // Every sender gone: the file is read to its end.
-                let (seq, items) = self.done.recv().ok()?;
-                self.waiting.insert(seq, items);
-            }
-            let items = self.waiting.remove(&self.next).unwrap_or_default();
-            self.next += 1;
-            self.current = items.into_iter();
+    /// The next batch in file order; `None` at the end of the file.
+    pub fn next_batch(&mut self) -> Option<Batch> {
+        while !self.waiting.contains_key(&self.next) {
+            // Every worker gone: the file is read to its end.
+            let batch = self.done.recv().ok()?;
+            self.waiting.insert(batch.seq, batch);
         }
+        let batch = self.waiting.remove(&self.next);
+        self.next += 1;
+        batch
     }
 }
 
@@ -139,42 +178,50 @@ fn read(
         let mut batch = Batch {
             seq,
             directives: directives.clone(),
-            lines: Vec::with_capacity(BATCH_LINES),
+            buf: Vec::with_capacity(BATCH_LINES * 256),
+            ends: Vec::with_capacity(BATCH_LINES),
+            wanted: Vec::with_capacity(BATCH_LINES),
+            parsed: Vec::new(),
             first: seq == 0,
             error: None,
         };
-        while batch.lines.len() < BATCH_LINES {
-            let mut line = Vec::new();
+        while batch.ends.len() < BATCH_LINES {
+            let start = batch.buf.len();
             let read = match head.pop_front() {
-                Some(known) if known.ends_with(b"\n") || !head.is_empty() => {
-                    line = known;
-                    Ok(line.len())
-                }
-                // The first line past what the file's identity took: the rest.
                 Some(known) => {
-                    line = known;
-                    input.read_until(b'\n', &mut line).map(|_| line.len())
+                    batch.buf.extend_from_slice(&known);
+                    if known.ends_with(b"\n") || !head.is_empty() {
+                        Ok(known.len())
+                    } else {
+                        // The first line past what the file's identity took: the rest.
+                        input.read_until(b'\n', &mut batch.buf).map(|more| known.len() + more)
+                    }
                 }
-                None => input.read_until(b'\n', &mut line),
+                None => input.read_until(b'\n', &mut batch.buf),
             };
             match read {
                 Ok(0) => break,
                 Ok(n) => {
                     offset += n as i64;
-                    let text = text_of(&line, batch.first && batch.lines.is_empty());
-                    if let Some(d) = directives.as_mut().filter(|_| text.first() == Some(&b'#')) {
-                        d.directive(text);
+                    let line = &batch.buf[start..];
+                    if let Some(d) = directives.as_mut() {
+                        let text = text_of(line, batch.first && batch.ends.is_empty());
+                        if text.first() == Some(&b'#') {
+                            d.directive(text);
+                        }
                     }
-                    batch.lines.push((line, offset > parsed_after));
+                    batch.ends.push(batch.buf.len());
+                    batch.wanted.push(offset > parsed_after);
                 }
                 Err(e) => {
+                    batch.buf.truncate(start);
                     batch.error = Some(e);
                     break;
                 }
             }
         }
-        let end = batch.lines.len() < BATCH_LINES || batch.error.is_some();
-        if (batch.lines.is_empty() && batch.error.is_none()) || work.send(batch).is_err() || end {
+        let end = batch.ends.len() < BATCH_LINES || batch.error.is_some();
+        if (batch.ends.is_empty() && batch.error.is_none()) || work.send(batch).is_err() || end {
             return;
         }
         seq += 1;
@@ -182,30 +229,37 @@ fn read(
 }
 
 /// A worker thread: parses the batches it takes, until none come.
-fn work(batches: &Mutex<Receiver<Batch>>, done: &SyncSender<(u64, Vec<Item>)>, format: &Format) {
+fn work(batches: &Mutex<Receiver<Batch>>, done: &SyncSender<Batch>, format: &Format, catalogue: &Catalogue) {
+    let mut agents: HashMap<String, Claim> = HashMap::new();
     loop {
-        let batch = match batches.lock() {
+        let next = match batches.lock() {
             Ok(rx) => rx.recv(),
             Err(_) => return,
         };
-        let Ok(Batch { seq, mut directives, lines, first, error }) = batch else { return };
-        let mut items: Vec<Item> = Vec::with_capacity(lines.len() + 1);
-        for (i, (raw, wanted)) in lines.into_iter().enumerate() {
-            let text = text_of(&raw, first && i == 0);
-            let parsed = match directives.as_mut() {
+        let Ok(mut batch) = next else { return };
+        let mut directives = batch.directives.take();
+        let mut parsed = Vec::with_capacity(batch.len());
+        for i in 0..batch.len() {
+            let text = text_of(batch.raw(i), batch.first_line(i));
+            let one = match directives.as_mut() {
                 Some(d) if text.first() == Some(&b'#') => {
                     d.directive(text);
                     None
                 }
-                _ if !wanted || text.iter().all(u8::is_ascii_whitespace) => None,
-                d => Some(parse(format, d.as_deref(), text)),
+                _ if !batch.wanted[i] || text.iter().all(u8::is_ascii_whitespace) => None,
+                d => {
+                    let entry = match d {
+                        Some(d) => d.read(text),
+                        None => format.read(text),
+                    };
+                    let claim = entry.as_ref().ok().and_then(|e| claim(catalogue, &mut agents, &e.user_agent));
+                    Some(Parsed { entry, claim })
+                }
             };
-            items.push(Ok(Line { raw, parsed }));
+            parsed.push(one);
         }
-        if let Some(e) = error {
-            items.push(Err(e));
-        }
-        if done.send((seq, items)).is_err() {
+        batch.parsed = parsed;
+        if done.send(batch).is_err() {
             return;
         }
     }

@@ -27,6 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
+use crate::metrics::Path;
 use crate::framing::{Body, content_length, list};
 use crate::gateway::{Answers, CRAWLER_FIELD, FrontedSite, Gateway, NeedsDns, UNKNOWN_HOST_BODY, Visit};
 use crate::identity::signed::Signed;
@@ -296,6 +297,7 @@ impl Front {
                 }
             };
             first = false;
+            let began = std::time::Instant::now();
             let (plan, head_len) = match plan {
                 Plan::Verify { user_agent, client, signed } => {
                     let known = match self.gateway.claim(&user_agent) {
@@ -319,6 +321,8 @@ impl Front {
                     }
                     let status = status_of(&response);
                     self.gateway.metrics.response(false, status);
+                    let robots = log.is_none() && status != self.gateway.unknown_host_status;
+                    self.gateway.metrics.took(if robots { Path::Robots } else { Path::Fast }, began);
                     if let Some(log) = log {
                         log.write(status);
                     }
@@ -333,7 +337,9 @@ impl Front {
                         limit: self.gateway.origin_timeout,
                         client_limit: self.gateway.client_timeout,
                     };
-                    self.relay(&mut client, &mut buf, &mut reply, &mut wait, f).await
+                    let keep = self.relay(&mut client, &mut buf, &mut reply, &mut wait, f).await;
+                    self.gateway.metrics.took(Path::Fast, began);
+                    keep
                 }
             };
             if !keep {
@@ -643,8 +649,14 @@ impl Front {
             let reused = pooled.is_some();
             let mut origin = match pooled.take() {
                 Some(conn) => conn,
-                None => upstream::connect(addr).await.map_err(|e| origin_error(addr, &e))?,
+                None => {
+                    let connecting = std::time::Instant::now();
+                    let conn = upstream::connect(addr).await.map_err(|e| origin_error(addr, &e))?;
+                    self.gateway.metrics.upstream.with_label_values(&["connect"]).observe(connecting.elapsed().as_secs_f64());
+                    conn
+                }
             };
+            let asked = std::time::Instant::now();
             from_origin.clear();
             let sent = match origin.write_all(&request).await {
                 Ok(()) if rest > 0 => copy_exact(client, &mut origin, rest, buf, wait).await,
@@ -656,7 +668,10 @@ impl Front {
                 Err(e) => Err(e),
             };
             match answered {
-                Ok(n) if n > 0 => break origin,
+                Ok(n) if n > 0 => {
+                    self.gateway.metrics.upstream.with_label_values(&["response"]).observe(asked.elapsed().as_secs_f64());
+                    break origin;
+                }
                 // A pooled connection the origin closed meanwhile: once more
                 // on a new one, if all that was sent can be sent again.
                 _ if reused && rest == 0 && f.idempotent => continue,

@@ -1,7 +1,7 @@
 //! The gateway's Prometheus counters, in a registry of its own that the
 //! admin listener serves at `/metrics`.
 
-use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 use crate::identity::feeds::FeedStatus;
 
@@ -54,6 +54,46 @@ pub struct Metrics {
     /// Responses the gateway made itself because the origin failed (502,
     /// 504), by site and status: its own 5xx, apart from the origin's.
     pub origin_failures: IntCounterVec,
+    /// Seconds from a request's complete head to its response's end, by
+    /// path: `fast`, `pipeline` (HTTP/1.1 handed over), `h2`, and `robots`
+    /// (robots.txt answered from the store, on any path).
+    pub duration: HistogramVec,
+    /// The same histograms, looked up once: [`PATHS`] order.
+    by_path: [Histogram; 4],
+    /// Seconds the fast path waited on the origin, by phase: `connect` (a
+    /// new connection) and `response` (request sent to response head).
+    pub upstream: HistogramVec,
+    /// Failed TLS handshakes on the listeners (scanners, old clients),
+    /// synced from [`robotsgate_config::telemetry::TLS_HANDSHAKE_FAILURES`]
+    /// at each render.
+    pub tls_handshake_failures: IntCounter,
+}
+
+/// The paths of [`Metrics::duration`].
+pub const PATHS: [&str; 4] = ["fast", "pipeline", "h2", "robots"];
+
+/// Which path answered, for [`Metrics::duration`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// The gateway's own HTTP/1.1 path.
+    Fast = 0,
+    /// Pingora's pipeline, HTTP/1.1.
+    Pipeline = 1,
+    /// Pingora's pipeline, HTTP/2.
+    H2 = 2,
+    /// robots.txt from the store.
+    Robots = 3,
+}
+
+/// Latency buckets, in seconds: from a cached robots.txt (tens of µs) to
+/// an origin at its timeout.
+const BUCKETS: [f64; 14] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0];
+
+fn histogram(registry: &Registry, name: &str, help: &str, label: &str) -> HistogramVec {
+    let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(BUCKETS.to_vec()), &[label])
+        .unwrap_or_else(|e| panic!("metric {name}: {e}"));
+    let _ = registry.register(Box::new(h.clone()));
+    h
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -79,6 +119,11 @@ impl Metrics {
         self.by_class[usize::from(pipeline)][class].inc();
     }
 
+    /// Records how long a request took on `path`, from `began`.
+    pub fn took(&self, path: Path, began: std::time::Instant) {
+        self.by_path[path as usize].observe(began.elapsed().as_secs_f64());
+    }
+
     /// Creates and registers the counters.
     pub fn new() -> Metrics {
         let registry = Registry::new();
@@ -90,9 +135,44 @@ impl Metrics {
         );
         let by_class =
             ["fast", "pipeline"].map(|path| CLASSES.map(|class| responses.with_label_values(&[path, class])));
+        let duration = histogram(
+            &registry,
+            "robotsgate_request_duration_seconds",
+            "Seconds from a request's head to its response's end, by path",
+            "path",
+        );
+        let by_path = PATHS.map(|p| duration.with_label_values(&[p]));
+        let build = IntGaugeVec::new(
+            Opts::new("robotsgate_build_info", "1, labelled with the running build's version"),
+            &["daemon", "version"],
+        )
+        .unwrap_or_else(|e| panic!("metric robotsgate_build_info: {e}"));
+        build.with_label_values(&["robots-proxy", env!("CARGO_PKG_VERSION")]).set(1);
+        let _ = registry.register(Box::new(build));
+        // CPU seconds, resident memory, open files and start time of this
+        // process (Linux /proc), under Prometheus's usual `process_` names.
+        #[cfg(target_os = "linux")]
+        let _ = registry.register(Box::new(prometheus::process_collector::ProcessCollector::for_self()));
         Metrics {
             responses,
             by_class,
+            duration,
+            by_path,
+            upstream: histogram(
+                &registry,
+                "robotsgate_upstream_duration_seconds",
+                "Seconds the fast path waited on the origin, by phase",
+                "phase",
+            ),
+            tls_handshake_failures: {
+                let c = IntCounter::new(
+                    "robotsgate_tls_handshake_failures_total",
+                    "Failed TLS handshakes on the listeners (logged at debug)",
+                )
+                .unwrap_or_else(|e| panic!("metric robotsgate_tls_handshake_failures_total: {e}"));
+                let _ = registry.register(Box::new(c.clone()));
+                c
+            },
             origin_failures: counter(
                 &registry,
                 "robotsgate_origin_failures_total",
@@ -198,6 +278,8 @@ impl Metrics {
 
     /// The text exposition format.
     pub fn render(&self) -> String {
+        let failed = robotsgate_config::telemetry::TLS_HANDSHAKE_FAILURES.load(std::sync::atomic::Ordering::Relaxed);
+        self.tls_handshake_failures.inc_by(failed.saturating_sub(self.tls_handshake_failures.get()));
         let mut out = String::new();
         let encoder = prometheus::TextEncoder::new();
         let _ = encoder.encode_utf8(&self.registry.gather(), &mut out);

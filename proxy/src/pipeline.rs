@@ -13,6 +13,7 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
+use crate::metrics::Path;
 use crate::framing::{absolute_form, content_length};
 use crate::gateway::{CRAWLER_FIELD, FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
 use crate::identity::signed::Signed;
@@ -27,6 +28,8 @@ pub struct Pipeline(pub Arc<Gateway>);
 pub struct RequestCtx {
     site: Option<Arc<FrontedSite>>,
     visit: Option<Visit>,
+    /// When the request's head was in, and which path it counts under.
+    began: Option<(std::time::Instant, crate::metrics::Path)>,
 }
 
 fn header(session: &Session, name: http::header::HeaderName) -> Option<&str> {
@@ -167,6 +170,8 @@ impl ProxyHttp for Pipeline {
     fn init_downstream_modules(&self, _modules: &mut pingora::modules::http::HttpModules) {}
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Self::CTX) -> Result<bool> {
+        let path = if session.as_downstream().is_http2() { Path::H2 } else { Path::Pipeline };
+        ctx.began = Some((std::time::Instant::now(), path));
         if !tidy(session)? {
             respond(session, 400, Bytes::from_static(b"robots-proxy: malformed request head\n")).await?;
             return Ok(true);
@@ -190,6 +195,7 @@ impl ProxyHttp for Pipeline {
                 let forwarded = (!forwarded.is_empty()).then(|| forwarded.join(","));
                 self.0.count_fetch(&site, ua, peer, forwarded.as_deref());
             }
+            ctx.began = ctx.began.map(|(at, _)| (at, Path::Robots));
             return self.serve_robots(session, &site).await;
         }
         if is_robots {
@@ -311,6 +317,9 @@ impl ProxyHttp for Pipeline {
     async fn logging(&self, session: &mut Session, _e: Option<&pingora::Error>, ctx: &mut Self::CTX) {
         let status = session.response_written().map_or(0, |r| r.status.as_u16());
         self.0.metrics.response(true, status);
+        if let Some((began, path)) = ctx.began {
+            self.0.metrics.took(path, began);
+        }
         let (Some(site), Some(visit)) = (&ctx.site, &ctx.visit) else { return };
         let req = session.req_header();
         let target = req.uri.path_and_query().map_or("/", |p| p.as_str());

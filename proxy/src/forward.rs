@@ -27,10 +27,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
-use crate::metrics::Path;
 use crate::framing::{Body, content_length, list};
 use crate::gateway::{Answers, CRAWLER_FIELD, FrontedSite, Gateway, NeedsDns, UNKNOWN_HOST_BODY, Visit};
 use crate::identity::signed::Signed;
+use crate::metrics::Path;
 use crate::pipeline::Pipeline;
 use crate::store::State;
 use crate::upstream;
@@ -652,7 +652,11 @@ impl Front {
                 None => {
                     let connecting = std::time::Instant::now();
                     let conn = upstream::connect(addr).await.map_err(|e| origin_error(addr, &e))?;
-                    self.gateway.metrics.upstream.with_label_values(&["connect"]).observe(connecting.elapsed().as_secs_f64());
+                    self.gateway
+                        .metrics
+                        .upstream
+                        .with_label_values(&["connect"])
+                        .observe(connecting.elapsed().as_secs_f64());
                     conn
                 }
             };
@@ -669,7 +673,11 @@ impl Front {
             };
             match answered {
                 Ok(n) if n > 0 => {
-                    self.gateway.metrics.upstream.with_label_values(&["response"]).observe(asked.elapsed().as_secs_f64());
+                    self.gateway
+                        .metrics
+                        .upstream
+                        .with_label_values(&["response"])
+                        .observe(asked.elapsed().as_secs_f64());
                     break origin;
                 }
                 // A pooled connection the origin closed meanwhile: once more

@@ -1,7 +1,9 @@
 //! The gateway's Prometheus counters, in a registry of its own that the
 //! admin listener serves at `/metrics`.
 
-use prometheus::{Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 
 use crate::identity::feeds::FeedStatus;
 
@@ -87,7 +89,8 @@ pub enum Path {
 
 /// Latency buckets, in seconds: from a cached robots.txt (tens of µs) to
 /// an origin at its timeout.
-const BUCKETS: [f64; 14] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0];
+const BUCKETS: [f64; 14] =
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0];
 
 fn histogram(registry: &Registry, name: &str, help: &str, label: &str) -> HistogramVec {
     let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(BUCKETS.to_vec()), &[label])

@@ -13,10 +13,10 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
-use crate::metrics::Path;
 use crate::framing::{absolute_form, content_length};
 use crate::gateway::{CRAWLER_FIELD, FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
 use crate::identity::signed::Signed;
+use crate::metrics::Path;
 use crate::store::State;
 
 /// The pipeline's hooks.

@@ -47,7 +47,8 @@ sites:
     );
     let cfg = dir.join("config.yaml");
     std::fs::write(&cfg, yaml).unwrap();
-    let check = Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
+    let check =
+        Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
     let log = dir.join("stderr.log");
     let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
@@ -116,8 +117,14 @@ fn what_operators_need_to_see_on_both_paths() {
         // Whole seconds: 0 in a process this young, but there.
         assert!(value(&m, "process_cpu_seconds_total").is_some(), "fast {fast}: {m}");
         if fast {
-            assert!(value(&m, "robotsgate_upstream_duration_seconds_count{phase=\"connect\"}").is_some_and(|v| v >= 1.0), "{m}");
-            assert!(value(&m, "robotsgate_upstream_duration_seconds_count{phase=\"response\"}").is_some_and(|v| v >= 1.0), "{m}");
+            assert!(
+                value(&m, "robotsgate_upstream_duration_seconds_count{phase=\"connect\"}").is_some_and(|v| v >= 1.0),
+                "{m}"
+            );
+            assert!(
+                value(&m, "robotsgate_upstream_duration_seconds_count{phase=\"response\"}").is_some_and(|v| v >= 1.0),
+                "{m}"
+            );
         }
         // Counted, not logged at ERROR with OpenSSL's text.
         let log = std::fs::read_to_string(&g.log).unwrap();
@@ -142,7 +149,8 @@ fn check_refuses_an_origin_that_cannot_serve() {
             format!("proxy:\n  listen: [\"127.0.0.1:1\"]\n  threads: {threads}\nsites:\n  - name: shop\n    proxy: {{ hosts: [shop.test], origin: \"{origin}\" }}\n"),
         )
         .unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{origin} / {threads} passed --check");
         assert!(err.contains(says), "{origin} / {threads}: {err}");

@@ -11,7 +11,7 @@ sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 
 need=()
-for p in postgresql python3-aiosmtpd nginx-light apache2 pre-commit goaccess prometheus; do
+for p in postgresql python3-aiosmtpd nginx-light apache2 pre-commit goaccess prometheus wrk; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if ((${#need[@]})); then

@@ -149,6 +149,11 @@ pub struct ProxySettings {
     /// Where last-known-good copies are kept across restarts.
     #[serde(default = "default_state_dir")]
     pub state_dir: PathBuf,
+    /// The Unix socket a new process (`robots-proxy --upgrade`) takes the
+    /// listening sockets over on; default `<state_dir>/upgrade.sock`, which
+    /// survives systemd's `PrivateTmp=` as `/tmp` does not.
+    #[serde(default)]
+    pub upgrade_sock: Option<PathBuf>,
     /// How often each origin's robots.txt is refreshed.
     #[serde(default = "default_interval", with = "humantime_serde_compat")]
     pub refresh: Duration,
@@ -858,6 +863,9 @@ impl Config {
         }
         if let Some(p) = &mut config.proxy {
             anchor(&mut p.state_dir);
+            if let Some(sock) = &mut p.upgrade_sock {
+                anchor(sock);
+            }
             if let Some(dir) = p.identity.as_mut().and_then(|i| i.feeds_dir.as_mut()) {
                 anchor(dir);
             }

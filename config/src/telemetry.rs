@@ -55,6 +55,11 @@ pub fn init_as(format: LogFormat) {
 /// old client, a scanner, a port probe), counted as Pingora reports them.
 pub static TLS_HANDSHAKE_FAILURES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// Set when Pingora reports that a graceful upgrade could not hand the
+/// listening sockets to the new process: the gateway then exits non-zero
+/// (Pingora exits 0), so that the service manager restarts it.
+pub static HANDOVER_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Where Pingora reports a failed downstream TLS handshake, at ERROR, with
 /// OpenSSL's whole text: one line per scanner probe.
 const LISTENER_TARGET: &str = "pingora_core::services::listening";
@@ -87,6 +92,9 @@ where
             if message.target.starts_with(LISTENER_TARGET) && message.text.starts_with("Downstream handshake") {
                 TLS_HANDSHAKE_FAILURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return Ok(());
+            }
+            if message.text.starts_with("Unable to send listener sockets") {
+                HANDOVER_FAILED.store(true, std::sync::atomic::Ordering::SeqCst);
             }
         }
         self.0.format_event(ctx, writer, event)

@@ -24,6 +24,7 @@ pub mod proxied;
 pub mod refresh;
 pub mod shared;
 pub mod store;
+pub mod upgrade;
 pub mod upstream;
 pub mod verify;
 mod wrapped;

@@ -50,6 +50,12 @@ struct Cli {
     /// Validate the configuration and exit.
     #[arg(long)]
     check: bool,
+    /// Take the listening sockets over from a running robots-proxy (a
+    /// binary upgrade or a reload with no connection refused): this process
+    /// waits on `proxy.upgrade_sock`, then the old one is sent SIGQUIT.
+    /// `robots-proxy upgrade --from PID` does both.
+    #[arg(long)]
+    upgrade: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -82,14 +88,31 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
+    /// Replace the running robots-proxy PID with this binary, with no
+    /// connection refused: starts `robots-proxy --config … --upgrade`, waits
+    /// for it to listen on the upgrade socket, sends PID SIGQUIT, and exits
+    /// 0 once the new process has taken over (1 if it failed; 2 if it never
+    /// started, and PID serves on). For systemd's `ExecReload=`.
+    Upgrade {
+        /// The running gateway's process id (systemd: `$MAINPID`).
+        #[arg(long)]
+        from: u32,
+        /// How long the new process may take to start listening.
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
+    },
     #[command(flatten)]
     Shell(robotsgate_shell::Command),
 }
 
 /// SIGINT is graceful here too: an operator's Ctrl-C should not cut
-/// crawlers off mid-response.
+/// crawlers off mid-response. SIGQUIT hands the listeners over only when a
+/// new process waits on `sock` (see `proxy::upgrade`); else it is ignored.
 #[derive(Debug)]
-struct GracefulSignals;
+struct GracefulSignals {
+    sock: PathBuf,
+    started: std::time::SystemTime,
+}
 
 #[async_trait]
 impl ShutdownSignalWatch for GracefulSignals {
@@ -100,10 +123,24 @@ impl ShutdownSignalWatch for GracefulSignals {
         else {
             return ShutdownSignal::GracefulTerminate;
         };
-        let signal = tokio::select! {
-            _ = term.recv() => ShutdownSignal::GracefulTerminate,
-            _ = int.recv() => ShutdownSignal::GracefulTerminate,
-            _ = quit.recv() => ShutdownSignal::GracefulUpgrade,
+        let signal = loop {
+            tokio::select! {
+                _ = term.recv() => break ShutdownSignal::GracefulTerminate,
+                _ = int.recv() => break ShutdownSignal::GracefulTerminate,
+                _ = quit.recv() => {
+                    if proxy::upgrade::waiting(&self.sock, self.started) {
+                        proxy::forward::UPGRADING.store(true, std::sync::atomic::Ordering::SeqCst);
+                        break ShutdownSignal::GracefulUpgrade;
+                    }
+                    // Pingora would give up after five seconds and close
+                    // every listener: an outage. Serve on instead.
+                    tracing::error!(
+                        sock = %self.sock.display(),
+                        "SIGQUIT with no new process waiting on the upgrade socket: ignored, serving on \
+                         (start `robots-proxy --upgrade` first, or use `robots-proxy upgrade --from PID`)"
+                    );
+                }
+            }
         };
         if matches!(signal, ShutdownSignal::GracefulTerminate) {
             exit_when_drained();
@@ -168,6 +205,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let Some(settings) = config.proxy.clone() else {
         bail!("{}: no `proxy:` section; see config.example.yaml", cli.config.display());
     };
+    let upgrade_sock = settings.upgrade_sock.clone().unwrap_or_else(|| settings.state_dir.join("upgrade.sock"));
+    if let Some(Command::Upgrade { from, timeout }) = cli.command {
+        let exe = std::env::current_exe().context("finding this binary")?;
+        std::fs::create_dir_all(upgrade_sock.parent().unwrap_or(std::path::Path::new(".")))
+            .with_context(|| format!("creating the folder of {}", upgrade_sock.display()))?;
+        match proxy::upgrade::hand_over(&exe, &cli.config, from, &upgrade_sock, timeout) {
+            proxy::upgrade::Outcome::Done(pid) => {
+                println!("robots-proxy {pid} took the listeners over from {from}");
+                return Ok(());
+            }
+            proxy::upgrade::Outcome::Failed(why) => {
+                eprintln!("robots-proxy: upgrade failed after {from} was signalled: {why}");
+                std::process::exit(1);
+            }
+            proxy::upgrade::Outcome::NotStarted(why) => {
+                eprintln!("robots-proxy: upgrade not started, {from} serves on: {why}");
+                std::process::exit(2);
+            }
+        }
+    }
     let fronted: Vec<(String, robotsgate_config::SiteProxy)> =
         config.sites.iter().filter_map(|s| s.proxy.clone().map(|p| (s.name.clone(), p))).collect();
     if fronted.is_empty() {
@@ -265,9 +322,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         graceful_shutdown_timeout_seconds: Some(settings.grace_period.as_secs().max(1)),
         threads: settings.threads.count(),
         ca_file: settings.origin_ca_file.as_ref().map(|p| p.display().to_string()),
+        upgrade_sock: upgrade_sock.display().to_string(),
         ..ServerConf::default()
     };
-    let mut server = Server::new_with_opt_and_conf(None, conf);
+    if let Some(dir) = upgrade_sock.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let opt = pingora::server::configuration::Opt { upgrade: cli.upgrade, ..Default::default() };
+    let mut server = Server::new_with_opt_and_conf(opt, conf);
     server.bootstrap();
 
     let crawlers = Crawlers::new(&config.catalogue()?, &settings.crawlers);
@@ -352,7 +414,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     server.add_service(proxy_service);
     server.add_service(admin);
-    tracing::info!(listen = ?settings.listen, admin = %settings.admin, "robots-proxy starting");
-    server.run(RunArgs { shutdown_signal: Box::new(GracefulSignals) });
+    let ready: Vec<std::net::SocketAddr> =
+        settings.listen.iter().chain([&settings.admin]).filter_map(|a| a.parse().ok()).collect();
+    server.add_service(background_service("readiness", proxy::upgrade::Ready { addrs: ready }));
+    tracing::info!(listen = ?settings.listen, admin = %settings.admin, upgrade = cli.upgrade, "robots-proxy starting");
+    let started = std::time::SystemTime::now();
+    server.run(RunArgs { shutdown_signal: Box::new(GracefulSignals { sock: upgrade_sock, started }) });
+    if robotsgate_config::telemetry::HANDOVER_FAILED.load(std::sync::atomic::Ordering::SeqCst) {
+        // Pingora closed the listeners without handing them over: say so
+        // in the exit code, so that `Restart=on-failure` restarts us.
+        tracing::error!("the graceful upgrade could not hand the listeners over; exiting 1");
+        std::process::exit(1);
+    }
     Ok(())
 }

@@ -172,6 +172,13 @@ impl ProxyHttp for Pipeline {
     async fn request_filter(&self, session: &mut Session, ctx: &mut Self::CTX) -> Result<bool> {
         let path = if session.as_downstream().is_http2() { Path::H2 } else { Path::Pipeline };
         ctx.began = Some((std::time::Instant::now(), path));
+        // The listeners went to a new process: each connection ends after
+        // this answer (`Connection: close`), so its client reconnects to the
+        // new one, rather than have Pingora drop it idle at shutdown under a
+        // client about to reuse it.
+        if crate::forward::UPGRADING.load(std::sync::atomic::Ordering::Relaxed) {
+            session.set_keepalive(None);
+        }
         if !tidy(session)? {
             respond(session, 400, Bytes::from_static(b"robots-proxy: malformed request head\n")).await?;
             return Ok(true);

@@ -1,0 +1,169 @@
+//! Binary upgrades and reloads without an outage, on Pingora's socket
+//! hand-over: a new process started with `--upgrade` listens on the upgrade
+//! socket; the old one, on SIGQUIT, sends it its listening sockets, stops
+//! accepting and finishes what it has in flight. No connection is refused
+//! meanwhile, since the kernel's listen queues never close.
+//!
+//! What Pingora leaves to its user, and this module does:
+//! - **A SIGQUIT with nobody waiting is ignored.** Pingora would retry for
+//!   five seconds, give up, close every listener and exit 0: an outage the
+//!   service manager does not even restart. The old process hands over only
+//!   when a socket newer than itself is there ([`waiting`]).
+//! - **A failed hand-over exits non-zero** (see `main.rs`), so that
+//!   `Restart=on-failure` brings the service back.
+//! - **One command does the dance** ([`hand_over`], `robots-proxy upgrade
+//!   --from PID`): start the new binary, wait for its socket, signal the
+//!   old one, and report whether the new one took over. systemd's
+//!   `ExecReload=` runs it; the new process tells systemd it is the main
+//!   process now ([`notify`]).
+//! - **The socket lives in `state_dir`** (`proxy.upgrade_sock`), not in
+//!   `/tmp`, which `PrivateTmp=` gives each start of a unit its own of.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Whether a new process waits on `sock` for this one's listeners: the
+/// socket exists and was made after `since` (this process's start), so a
+/// leftover of an earlier upgrade does not count.
+pub fn waiting(sock: &Path, since: SystemTime) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(sock).is_ok_and(|m| m.file_type().is_socket() && m.modified().is_ok_and(|t| t >= since))
+}
+
+/// Tells the service manager `state` (`READY=1`, `MAINPID=…`) on the socket
+/// `NOTIFY_SOCKET` names (systemd's `Type=notify`); nothing without one.
+pub fn notify(state: &str) {
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else { return };
+    let Ok(socket) = std::os::unix::net::UnixDatagram::unbound() else { return };
+    let path = PathBuf::from(path);
+    let sent = match path.to_str().and_then(|p| p.strip_prefix('@')) {
+        // An abstract socket (systemd's usual): a name, not a file.
+        Some(name) => {
+            use std::os::linux::net::SocketAddrExt;
+            std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+                .and_then(|addr| socket.send_to_addr(state.as_bytes(), &addr))
+        }
+        None => socket.send_to(state.as_bytes(), &path),
+    };
+    if let Err(e) = sent {
+        tracing::warn!(error = %e, "could not notify the service manager");
+    }
+}
+
+/// Says `READY=1` (and this process's pid as the main one) to the service
+/// manager once every address in `addrs` accepts connections: at start, and
+/// after taking the listeners over from an old process.
+#[derive(Debug)]
+pub struct Ready {
+    /// The plain listeners and the admin listener.
+    pub addrs: Vec<std::net::SocketAddr>,
+}
+
+#[async_trait::async_trait]
+impl pingora::services::background::BackgroundService for Ready {
+    async fn start(&self, _shutdown: pingora::server::ShutdownWatch) {
+        let until = tokio::time::Instant::now() + Duration::from_secs(60);
+        for addr in &self.addrs {
+            while tokio::net::TcpStream::connect(addr).await.is_err() {
+                if tokio::time::Instant::now() > until {
+                    tracing::warn!(%addr, "not listening after a minute; telling the service manager ready anyway");
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        notify(&format!("READY=1\nMAINPID={}", std::process::id()));
+    }
+}
+
+/// Whether process `pid` runs (a zombie, exited but not reaped, does not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+}
+
+/// How a hand-over ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The new process took the listeners over; its pid.
+    Done(u32),
+    /// It never got as far: the old process was not signalled and serves on.
+    NotStarted(String),
+    /// The old process was signalled, then the new one died.
+    Failed(String),
+}
+
+/// Starts `exe --config config --upgrade`, waits (up to `timeout`) for it to
+/// listen on `sock`, sends SIGQUIT to `old`, and waits until `old` has gone
+/// or the new process has served for a few seconds without it. The new
+/// process keeps running when this returns.
+pub fn hand_over(exe: &Path, config: &Path, old: u32, sock: &Path, timeout: Duration) -> Outcome {
+    use std::os::unix::process::CommandExt;
+    if !alive(old) {
+        return Outcome::NotStarted(format!("no process {old} to take over from"));
+    }
+    let since = SystemTime::now();
+    let mut child = match std::process::Command::new(exe)
+        .arg("--config")
+        .arg(config)
+        .arg("--upgrade")
+        // Its own process group: a Ctrl-C meant for this command is not its.
+        .process_group(0)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => return Outcome::NotStarted(format!("starting {}: {e}", exe.display())),
+    };
+    let until = std::time::Instant::now() + timeout;
+    while !waiting(sock, since) {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Outcome::NotStarted(format!("the new process exited before listening ({status})"));
+        }
+        if std::time::Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Outcome::NotStarted(format!("the new process did not open {} in {timeout:?}", sock.display()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // kill(1) rather than kill(2): the workspace has no unsafe code.
+    let signalled_ok = std::process::Command::new("kill").args(["-QUIT", &old.to_string()]).status();
+    if !signalled_ok.is_ok_and(|s| s.success()) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Outcome::NotStarted(format!("could not send SIGQUIT to {old}"));
+    }
+    let signalled = std::time::Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Outcome::Failed(format!("the new process exited while taking over ({status})"));
+        }
+        let old_gone = !alive(old);
+        if old_gone || signalled.elapsed() > Duration::from_secs(3) {
+            return Outcome::Done(child.id());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_socket_newer_than_this_process_is_a_new_process_waiting() {
+        let dir = std::env::temp_dir().join(format!("robots-upgrade-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let sock = dir.join("upgrade.sock");
+        let _ = std::fs::remove_file(&sock);
+        let before = SystemTime::now() - Duration::from_secs(1);
+        assert!(!waiting(&sock, before), "no file");
+        std::fs::write(&sock, b"").unwrap();
+        assert!(!waiting(&sock, before), "a file, not a socket");
+        std::fs::remove_file(&sock).unwrap();
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        assert!(waiting(&sock, before));
+        assert!(!waiting(&sock, SystemTime::now() + Duration::from_secs(60)), "older than the process");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

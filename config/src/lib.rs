@@ -322,9 +322,37 @@ pub enum Spoofed {
 pub struct TlsListener {
     /// `host:port`.
     pub addr: String,
-    /// Certificate chain, PEM.
+    /// Certificate chain, PEM: the one served to a client that names no
+    /// host (no SNI) or a host no certificate covers.
     pub cert: PathBuf,
-    /// Private key, PEM.
+    /// Its private key, PEM.
+    pub key: PathBuf,
+    /// More certificates on this listener, each chosen for the host names
+    /// it covers (its subject alternative names, wildcards included) by the
+    /// name the client asks for (SNI).
+    #[serde(default)]
+    pub certs: Vec<CertPair>,
+    /// The oldest TLS version accepted: `"1.2"` (the default, Mozilla's
+    /// intermediate profile, as nginx's and most CDNs' default) or `"1.3"`.
+    #[serde(default)]
+    pub min_version: Option<String>,
+    /// TLS 1.2 cipher suites, as an OpenSSL cipher list; default Mozilla's
+    /// intermediate list (ECDHE with AES-GCM or ChaCha20-Poly1305).
+    #[serde(default)]
+    pub ciphers: Option<String>,
+    /// TLS 1.3 cipher suites, as OpenSSL names them, `:`-separated; default
+    /// OpenSSL's (all three).
+    #[serde(default)]
+    pub ciphersuites: Option<String>,
+}
+
+/// A certificate chain and its key, PEM files.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertPair {
+    /// Certificate chain.
+    pub cert: PathBuf,
+    /// Private key.
     pub key: PathBuf,
 }
 
@@ -875,6 +903,10 @@ impl Config {
             for l in &mut p.tls_listen {
                 anchor(&mut l.cert);
                 anchor(&mut l.key);
+                for pair in &mut l.certs {
+                    anchor(&mut pair.cert);
+                    anchor(&mut pair.key);
+                }
             }
         }
         Ok(config)
@@ -1012,6 +1044,14 @@ impl Config {
             }
             if l.flush.is_zero() || l.max_rows == 0 || l.queue == 0 {
                 return Err(invalid("proxy.ledger".into(), "`flush`, `max_rows` and `queue` must be more than zero"));
+            }
+        }
+        for (i, l) in self.proxy.iter().flat_map(|p| p.tls_listen.iter()).enumerate() {
+            if let Some(v) = l.min_version.as_deref().filter(|v| !["1.2", "1.3"].contains(v)) {
+                return Err(invalid(
+                    format!("proxy.tls_listen[{i}].min_version"),
+                    &format!("`{v}`: give \"1.2\" or \"1.3\" (older versions are broken)"),
+                ));
             }
         }
         if let Some(why) = self.proxy.as_ref().and_then(|p| p.threads.invalid()) {

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod ai;
+pub mod certs;
 pub mod coalesce;
 pub mod crawler;
 pub mod deadline;

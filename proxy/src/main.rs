@@ -234,6 +234,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         let sites = if fronted.len() == 1 { "site" } else { "sites" };
         println!("{}: {} fronted {sites}, listening on {:?}", cli.config.display(), fronted.len(), settings.listen);
         let catalogue = config.catalogue()?;
+        // The certificates are read as the listener will read them: a file
+        // that would stop the start is named here.
+        for tls in &settings.tls_listen {
+            let files: Vec<_> = std::iter::once((tls.cert.clone(), tls.key.clone()))
+                .chain(tls.certs.iter().map(|p| (p.cert.clone(), p.key.clone())))
+                .collect();
+            let n = files.len();
+            proxy::certs::Certs::load(&tls.addr, files)
+                .map_err(|e| anyhow::anyhow!("TLS listener {}: {e}", tls.addr))?;
+            println!("== TLS {}: {n} certificate{}", tls.addr, if n == 1 { "" } else { "s" });
+        }
         for site in config.sites.iter().filter(|s| s.proxy.is_some()) {
             let d = proxy::gate::Declared::of(site, &config, &catalogue);
             let n = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
@@ -390,15 +401,46 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             ListenerConfig::tcp(addr.as_str()).l4_buffer(L4BufferSettings::default().write(CLIENT_WRITE_BUFFER)),
         );
     }
+    let mut certificates = Vec::new();
     for tls in &settings.tls_listen {
-        let (cert, key) = (tls.cert.display().to_string(), tls.key.display().to_string());
-        let mut tls_settings = TlsSettings::intermediate(&cert, &key)
-            .with_context(|| format!("TLS listener {} (cert {cert}, key {key})", tls.addr))?;
+        let files = std::iter::once((tls.cert.clone(), tls.key.clone()))
+            .chain(tls.certs.iter().map(|p| (p.cert.clone(), p.key.clone())))
+            .collect();
+        let certs = Arc::new(
+            proxy::certs::Certs::load(&tls.addr, files)
+                .map_err(|e| anyhow::anyhow!("TLS listener {}: {e}", tls.addr))?,
+        );
+        // Mozilla's intermediate profile (TLS 1.2 and 1.3), the certificate
+        // chosen per handshake by SNI from the set loaded last.
+        let mut tls_settings = TlsSettings::with_callbacks(Box::new(proxy::certs::Sni(Arc::clone(&certs))))
+            .with_context(|| format!("TLS listener {}", tls.addr))?;
+        if tls.min_version.as_deref() == Some("1.3") {
+            tls_settings
+                .set_min_proto_version(Some(openssl::ssl::SslVersion::TLS1_3))
+                .with_context(|| format!("TLS listener {}: min_version", tls.addr))?;
+        }
+        if let Some(ciphers) = &tls.ciphers {
+            tls_settings
+                .set_cipher_list(ciphers)
+                .with_context(|| format!("TLS listener {}: ciphers `{ciphers}`", tls.addr))?;
+        }
+        if let Some(suites) = &tls.ciphersuites {
+            tls_settings
+                .set_ciphersuites(suites)
+                .with_context(|| format!("TLS listener {}: ciphersuites `{suites}`", tls.addr))?;
+        }
         if settings.http2 {
             // HTTP/2 goes to Pingora's pipeline (`Front` routes by ALPN).
             tls_settings.enable_h2();
         }
         proxy_service.add_tls_with_settings(&tls.addr, None, tls_settings);
+        certificates.push(certs);
+    }
+    if !certificates.is_empty() {
+        server.add_service(background_service(
+            "TLS certificates",
+            proxy::certs::Watch { certs: certificates, metrics: Arc::clone(&metrics) },
+        ));
     }
 
     let token = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().or(settings.admin_token.clone());

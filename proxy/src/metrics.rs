@@ -69,6 +69,9 @@ pub struct Metrics {
     /// synced from [`robotsgate_config::telemetry::TLS_HANDSHAKE_FAILURES`]
     /// at each render.
     pub tls_handshake_failures: IntCounter,
+    /// Seconds until each TLS listener's certificate expires, by listener
+    /// and certificate file.
+    pub tls_expiry: IntGaugeVec,
 }
 
 /// The paths of [`Metrics::duration`].
@@ -167,6 +170,18 @@ impl Metrics {
                 "Seconds the fast path waited on the origin, by phase",
                 "phase",
             ),
+            tls_expiry: {
+                let g = IntGaugeVec::new(
+                    Opts::new(
+                        "robotsgate_tls_certificate_expiry_seconds",
+                        "Seconds until a TLS listener's certificate expires",
+                    ),
+                    &["listener", "cert"],
+                )
+                .unwrap_or_else(|e| panic!("metric robotsgate_tls_certificate_expiry_seconds: {e}"));
+                let _ = registry.register(Box::new(g.clone()));
+                g
+            },
             tls_handshake_failures: {
                 let c = IntCounter::new(
                     "robotsgate_tls_handshake_failures_total",

@@ -243,6 +243,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let n = files.len();
             proxy::certs::Certs::load(&tls.addr, files)
                 .map_err(|e| anyhow::anyhow!("TLS listener {}: {e}", tls.addr))?;
+            // The cipher lists as OpenSSL will take them at the start.
+            let mut probe = openssl::ssl::SslAcceptor::mozilla_intermediate_v5(openssl::ssl::SslMethod::tls())?;
+            if let Some(ciphers) = &tls.ciphers {
+                probe
+                    .set_cipher_list(ciphers)
+                    .map_err(|e| anyhow::anyhow!("TLS listener {}: ciphers `{ciphers}`: {e}", tls.addr))?;
+            }
+            if let Some(suites) = &tls.ciphersuites {
+                probe
+                    .set_ciphersuites(suites)
+                    .map_err(|e| anyhow::anyhow!("TLS listener {}: ciphersuites `{suites}`: {e}", tls.addr))?;
+            }
             println!("== TLS {}: {n} certificate{}", tls.addr, if n == 1 { "" } else { "s" });
         }
         for site in config.sites.iter().filter(|s| s.proxy.is_some()) {

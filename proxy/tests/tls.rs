@@ -149,6 +149,13 @@ fn certificates_by_name_and_the_oldest_version() {
             Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains("is not the key of"), "{err}");
+        let ciphers =
+            text.replacen("min_version: \"1.3\"", "min_version: \"1.3\"\n      ciphers: \"NO-SUCH-CIPHER\"", 1);
+        std::fs::write(&cfg, ciphers).unwrap();
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("ciphers `NO-SUCH-CIPHER`"), "{err}");
     }
 }
 

@@ -42,5 +42,12 @@ if ! as_postgres psql -p "$pg_port" -qtAc "SELECT 1 FROM pg_database WHERE datna
   as_postgres psql -p "$pg_port" -qc "CREATE DATABASE robotsgate_test OWNER robotsgate"
 fi
 
+# The OpenAPI document's validator (monitor/tests/api.rs), from PyPI, for
+# the python3 the tests run.
+if ! python3 -c 'import openapi_spec_validator' 2>/dev/null; then
+  python3 -m pip install -q openapi-spec-validator 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages openapi-spec-validator
+fi
+
 export ROBOTSGATE_TEST_POSTGRES_URL="postgres://robotsgate:robotsgate@127.0.0.1:${pg_port}/robotsgate_test"
 echo "services: PostgreSQL $pg_version on port $pg_port; aiosmtpd available"

@@ -35,6 +35,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 fn single(robots: &Robots, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
+    // An empty argument is a slip (an unset shell variable), not a request:
+    // answering ALLOWED for it would pass a check that checked nothing.
+    if agent.trim().is_empty() {
+        bail!("the crawler is empty: give a product token such as Googlebot");
+    }
+    if url.trim().is_empty() {
+        bail!("the URL is empty: give a path such as / or a full URL");
+    }
     let v = robots.check(agent, url);
     let verdict = if v.allowed { "ALLOWED" } else { "DISALLOWED" };
     println!("{verdict}: {} {}", super::human(agent), super::human(url));

@@ -39,6 +39,14 @@ fn check_exit_codes_and_line() {
     let out = robots(&["check", "/nonexistent/robots.txt", "a", "/"], b"");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/robots.txt"));
+    // An empty URL or crawler (an unset shell variable) checks nothing: an
+    // error, never ALLOWED.
+    for (agent, url, says) in [("Googlebot", "", "the URL is empty"), ("", "/private/a", "the crawler is empty")] {
+        let out = robots(&["check", f, agent, url], b"");
+        assert_eq!(out.status.code(), Some(2), "{agent:?} {url:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stdout.is_empty());
+    }
 }
 
 #[test]

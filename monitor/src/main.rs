@@ -98,7 +98,7 @@ enum Command {
         #[arg(long = "field")]
         fields: Vec<String>,
         /// `text` or `json`.
-        #[arg(long, default_value = "text")]
+        #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         output: String,
         /// Take the files back instead: subtract what each added to the
         /// ledger and forget how far it was read, so that it can be
@@ -122,7 +122,7 @@ enum Command {
         #[arg(long, default_value = "7d")]
         since: humantime::Duration,
         /// `text` or `json`.
-        #[arg(long, default_value = "text")]
+        #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         format: String,
     },
     /// Release a change the gate holds at the edge: every gateway sharing

@@ -1030,6 +1030,12 @@ fn imported_logs_are_verified_without_a_gateway() {
     assert_eq!((identities("verified"), identities("spoofed"), identities("unverifiable")), (1, 1, 0));
     let text = String::from_utf8_lossy(&monitor(&cfg, &["compliance", "shop"]).stdout).into_owned();
     assert!(text.contains("[identity: 1 spoofed, 1 verified]"), "{text}");
+    // An output format that is not one is refused, not answered in text.
+    for format in ["xml", "JSON"] {
+        let out = monitor(&cfg, &["compliance", "shop", "--format", format]);
+        assert_eq!(out.status.code(), Some(2), "{format}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("possible values: text, json"), "{format}");
+    }
 
     // A slip in the section is refused with its key.
     let bad =

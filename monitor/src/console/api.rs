@@ -27,6 +27,14 @@ use super::problem::{Problem, problem};
         openapi_json,
     ),
     components(schemas(Problem, SitesList, Retried, crate::release::Released)),
+    tags(
+        (name = "sites", description = "Sites, their states, revisions and saved URL sets"),
+        (name = "compliance", description = "What crawlers did, judged against the robots.txt each could hold"),
+        (name = "alerts", description = "Alerts and their delivery"),
+        (name = "gate", description = "Changes the gate holds at the edge, and their release"),
+        (name = "tester", description = "The robots.txt tester: Google's verdicts and deciding lines"),
+        (name = "api", description = "This document"),
+    ),
     modifiers(&AdminToken)
 )]
 #[derive(Debug)]
@@ -46,7 +54,7 @@ impl utoipa::Modify for AdminToken {
 }
 
 /// `GET /api/openapi.json`: this API's OpenAPI 3.1 document.
-#[utoipa::path(get, path = "/api/openapi.json", responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json", body = Object)))]
+#[utoipa::path(get, path = "/api/openapi.json", tag = "api", responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json", body = Object)))]
 pub async fn openapi_json() -> Response {
     match Doc::openapi().to_pretty_json() {
         Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
@@ -74,5 +82,31 @@ mod tests {
             assert!(doc["paths"][path].is_object(), "{path}");
         }
         assert!(doc["components"]["schemas"]["Problem"].is_object());
+    }
+
+    /// Every `in: path` parameter is in its path's template (a query
+    /// parameter declared as a path one made the document invalid), and
+    /// every operation's tag is a declared name, not a Rust module path, and
+    /// operation ids are unique (two handlers were both `api_site`).
+    #[test]
+    fn parameters_are_where_they_are_and_tags_are_names() {
+        let doc: serde_json::Value = serde_json::from_str(&super::Doc::openapi().to_json().unwrap()).unwrap();
+        let declared: Vec<&str> = doc["tags"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+        let mut ids = std::collections::HashSet::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                for p in op["parameters"].as_array().into_iter().flatten() {
+                    let name = p["name"].as_str().unwrap();
+                    let templated = path.contains(&format!("{{{name}}}"));
+                    assert_eq!(p["in"] == "path", templated, "{method} {path}: {name} is in {}", p["in"]);
+                }
+                let id = op["operationId"].as_str().unwrap_or_default().to_string();
+                assert!(ids.insert(id.clone()), "{method} {path}: operationId {id} is not unique");
+                for tag in op["tags"].as_array().into_iter().flatten() {
+                    let tag = tag.as_str().unwrap();
+                    assert!(declared.contains(&tag), "{method} {path}: tag {tag}");
+                }
+            }
+        }
     }
 }

@@ -20,6 +20,7 @@ type App = State<std::sync::Arc<Monitor>>;
 
 /// The period shown.
 #[derive(Clone, Copy, Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct Period {
     /// Days back, today included (1 to 366; default 30).
     #[serde(default = "thirty")]
@@ -303,7 +304,7 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
 }
 
 /// `GET /api/compliance`: every site's totals and violations per day.
-#[utoipa::path(get, path = "/api/compliance", params(Period),
+#[utoipa::path(get, path = "/api/compliance", tag = "compliance", operation_id = "api_compliance", params(Period),
     responses(
         (status = 200, description = "Every site's totals, and every day's counts", body = Overview),
         (status = 400, description = "`days` outside 1 to 366", body = super::problem::Problem, content_type = "application/problem+json"),
@@ -321,7 +322,7 @@ pub async fn api_overview(State(m): App, Query(p): Query<Period>) -> Response {
 }
 
 /// `GET /api/compliance/{site}`: one site, per crawler.
-#[utoipa::path(get, path = "/api/compliance/{site}", params(("site" = String, Path, description = "The site's name in the config"), Period),
+#[utoipa::path(get, path = "/api/compliance/{site}", tag = "compliance", operation_id = "api_compliance_site", params(("site" = String, Path, description = "The site's name in the config"), Period),
     responses(
         (status = 200, description = "Per crawler: requests, violations, grace, identity answers, its last robots.txt read; and every day's counts", body = SiteCompliance),
         (status = 400, description = "`days` outside 1 to 366", body = super::problem::Problem, content_type = "application/problem+json"),

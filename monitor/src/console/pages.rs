@@ -99,7 +99,7 @@ pub async fn sites(State(m): App, Query(filter): Query<Filter>) -> Result<Html<S
 }
 
 /// `GET /api/sites`: the sites page as JSON.
-#[utoipa::path(get, path = "/api/sites",
+#[utoipa::path(get, path = "/api/sites", tag = "sites",
     params(
         ("q" = Option<String>, Query, description = "Part of the site's name"),
         ("state" = Option<String>, Query, description = "Only sites in this state: ok, blocked, open, unreachable, too-large, stale or unknown"),
@@ -351,7 +351,7 @@ pub async fn site(State(m): App, Path(name): Path<String>) -> Result<Html<String
 }
 
 /// `GET /api/sites/{name}`: the site page as JSON.
-#[utoipa::path(get, path = "/api/sites/{name}",
+#[utoipa::path(get, path = "/api/sites/{name}", tag = "sites",
     params(("name" = String, Path, description = "The site's name in the config")),
     responses(
         (status = 200, description = "The site's 30-day strip, timeline and verdicts", body = SitePage),
@@ -593,7 +593,7 @@ async fn api_test(m: &Monitor, input: Input) -> Response {
 }
 
 /// `GET /api/test`: the tester as JSON, input in the query.
-#[utoipa::path(get, path = "/api/test",
+#[utoipa::path(get, path = "/api/test", tag = "tester",
     params(
         ("robots" = Option<String>, Query, description = "The robots.txt; its bytes exactly, percent-encoded"),
         ("robots_b64" = Option<String>, Query, description = "The robots.txt's bytes in standard base64"),
@@ -618,7 +618,7 @@ pub async fn api_test_get(State(m): App, RawQuery(query): RawQuery) -> Response 
 }
 
 /// `POST /api/test`: the tester as JSON, input as a JSON object.
-#[utoipa::path(post, path = "/api/test",
+#[utoipa::path(post, path = "/api/test", tag = "tester",
     request_body(content = Input, description = "What to test; `revision` may be given as `/api/sites/{name}` gives it", content_type = "application/json"),
     responses(
         (status = 200, description = "Every verdict with its group and deciding line, and the lint", body = tester::Report),
@@ -659,7 +659,7 @@ pub async fn revision_by_hash(State(m): App, Path((name, hash)): Path<(String, S
 }
 
 /// `GET /api/sites/{name}/revisions/{id}`: the revision page as JSON.
-#[utoipa::path(get, path = "/api/sites/{name}/revisions/{id}",
+#[utoipa::path(get, path = "/api/sites/{name}/revisions/{id}", tag = "sites",
     params(
         ("name" = String, Path, description = "The site's name in the config"),
         ("id" = i64, Path, description = "The revision's id, as `/api/sites/{name}` gives it"),
@@ -681,7 +681,7 @@ pub async fn alerts(State(m): App) -> Result<Html<String>, Failure> {
 }
 
 /// `GET /api/alerts`.
-#[utoipa::path(get, path = "/api/alerts",
+#[utoipa::path(get, path = "/api/alerts", tag = "alerts",
     responses(
         (status = 200, description = "The newest 500 alerts, with their delivery state", body = Vec<super::alerts::AlertLine>),
         (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
@@ -720,7 +720,7 @@ pub async fn retry_alert(
 }
 
 /// `POST /api/alerts/{id}/retry` with `Authorization: Bearer TOKEN`.
-#[utoipa::path(post, path = "/api/alerts/{id}/retry",
+#[utoipa::path(post, path = "/api/alerts/{id}/retry", tag = "alerts",
     params(("id" = i64, Path, description = "The alert's id")),
     security(("admin_token" = [])),
     responses(
@@ -787,6 +787,7 @@ pub async fn release_page(
 
 /// Which revision to release, for `POST /api/sites/{name}/release`.
 #[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ReleaseQuery {
     /// The revision id; without it, every change held for the site now.
@@ -794,7 +795,7 @@ pub struct ReleaseQuery {
 }
 
 /// `POST /api/sites/{name}/release` with `Authorization: Bearer TOKEN`.
-#[utoipa::path(post, path = "/api/sites/{name}/release",
+#[utoipa::path(post, path = "/api/sites/{name}/release", tag = "gate",
     params(("name" = String, Path, description = "The site's name in the config"), ReleaseQuery),
     security(("admin_token" = [])),
     responses(

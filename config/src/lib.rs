@@ -26,12 +26,14 @@ pub use pins::{Expectation, GateMode, Pins, UrlEntry, UrlSet};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read config file {path}: {source}")]
+    // The cause is part of the message, not a source: printed as a chain
+    // (`{:#}`), a source would say "No such file or directory" twice.
+    #[error("cannot read config file {path}: {error}")]
     Read {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The YAML is malformed, or does not fit the schema.
     #[error("{path}: {message}")]
@@ -867,7 +869,7 @@ impl Config {
     /// Reads, parses and validates `path`. Relative `file:` paths are taken
     /// relative to the config file's directory.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read { path: path.into(), error })?;
         let mut config = Config::parse(&text, path)?;
         let base = path.parent().unwrap_or(Path::new("."));
         let anchor = |p: &mut PathBuf| {

@@ -118,9 +118,11 @@ enum Command {
         /// Only this crawler.
         #[arg(long)]
         crawler: Option<String>,
-        /// How far back (`7d`, `30d`).
-        #[arg(long, default_value = "7d")]
-        since: humantime::Duration,
+        /// How far back (`7d`, `12h`, `30days`), as the console's
+        /// `?since=`: the ledger counts by UTC day, so a part of a day
+        /// covers that whole day. The console's default, 30 days.
+        #[arg(long, default_value = "30d")]
+        since: String,
         /// `text` or `json`.
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         format: String,
@@ -406,12 +408,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Compliance { site, crawler, since, format } => {
-            let days = (since.as_secs() / 86_400).max(1) as i64;
+            let days = monitor::console::compliance::window_days(&since).map_err(anyhow::Error::msg)?;
             let lines = monitor::compliance::report::summary(&m, &site, days, crawler.as_deref()).await?;
             if format == "json" {
                 writeln!(stdout, "{}", serde_json::to_string_pretty(&lines)?)?;
             } else {
-                write!(stdout, "{}", monitor::compliance::report::text(&site, &lines, monitor::monitor::now_ms()))?;
+                let now = monitor::monitor::now_ms();
+                write!(stdout, "{}", monitor::compliance::report::text(&site, &lines, now, days, crawler.as_deref()))?;
             }
         }
         Command::CheckConfig | Command::Shell(_) => {}

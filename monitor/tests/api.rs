@@ -119,6 +119,16 @@ fn every_answer_matches_the_openapi_document() {
         ("POST", "/api/test".into(), "/api/test", &json, br#"{"site":"nope"}"#, 422),
         ("POST", "/api/test".into(), "/api/test", &json, br#"{"site":"shop","revision":999999}"#, 404),
         ("POST", "/api/test".into(), "/api/test", &json, &big, 413),
+        // The compliance window in the CLI's forms, the crawler filter, and
+        // what is refused: a bad number, a bad duration, both forms at
+        // once, and a parameter that is not one.
+        ("GET", "/api/compliance?since=12h".into(), "/api/compliance", &[], b"", 200),
+        ("GET", "/api/compliance?days=7&crawler=GPTBot".into(), "/api/compliance", &[], b"", 200),
+        ("GET", "/api/compliance/shop?since=7d&crawler=GPTBot".into(), "/api/compliance/{site}", &[], b"", 200),
+        ("GET", "/api/compliance?days=abc".into(), "/api/compliance", &[], b"", 400),
+        ("GET", "/api/compliance?since=yesterday".into(), "/api/compliance", &[], b"", 400),
+        ("GET", "/api/compliance?days=7&since=7d".into(), "/api/compliance", &[], b"", 400),
+        ("GET", "/api/compliance/shop?sinse=7d".into(), "/api/compliance/{site}", &[], b"", 400),
     ];
     let mut errors = 0;
     for (method, target, template, headers, body, want) in &cases {
@@ -133,7 +143,13 @@ fn every_answer_matches_the_openapi_document() {
         }
         doc.check(method, template, &a);
     }
-    assert!(errors >= 16, "{errors} error cases");
+    assert!(errors >= 20, "{errors} error cases");
+    let detail =
+        |target: &str| send(addr, "GET", target, &[], b"").json()["detail"].as_str().unwrap_or_default().to_string();
+    assert!(detail("/api/compliance/shop?sinse=7d").contains("unknown field `sinse`"), "names the parameter");
+    assert!(detail("/api/compliance?days=abc").contains("days"), "{}", detail("/api/compliance?days=abc"));
+    assert!(detail("/api/compliance?since=yesterday").contains("give a duration such as 7d"));
+    assert!(!detail("/api/compliance?days=abc").contains("Failed to deserialize"));
     // Paths and methods no route serves are problems too.
     for (method, target, want) in
         [("GET", "/api/nothing", 404), ("DELETE", "/api/sites", 405), ("PUT", "/api/test", 405)]

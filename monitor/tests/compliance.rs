@@ -1030,6 +1030,19 @@ fn imported_logs_are_verified_without_a_gateway() {
     assert_eq!((identities("verified"), identities("spoofed"), identities("unverifiable")), (1, 1, 0));
     let text = String::from_utf8_lossy(&monitor(&cfg, &["compliance", "shop"]).stdout).into_owned();
     assert!(text.contains("[identity: 1 spoofed, 1 verified]"), "{text}");
+    // One is one: "1 violation", "1 request".
+    assert!(text.contains("2 requests, 1 obeyed, 0 in grace, 1 violation [identity"), "{text}");
+    assert!(text.contains("(verified): 1 request, e.g. /news/a"), "{text}");
+    // The window is said, in the console's forms; a crawler with nothing
+    // recorded is told apart from an empty ledger.
+    assert!(text.contains("shop: what crawlers did in the last 30 UTC days, today included"), "{text}");
+    let today = String::from_utf8_lossy(&monitor(&cfg, &["compliance", "shop", "--since", "12h"]).stdout).into_owned();
+    assert!(today.contains("what crawlers did today (UTC)") && today.contains("1 violation"), "{today}");
+    let none = monitor(&cfg, &["compliance", "shop", "--crawler", "NoSuchBot"]);
+    assert!(String::from_utf8_lossy(&none.stdout).contains("no requests of `NoSuchBot` recorded on shop"));
+    let bad = monitor(&cfg, &["compliance", "shop", "--since", "yesterday"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("give a duration such as 7d or 12h"));
     // An output format that is not one is refused, not answered in text.
     for format in ["xml", "JSON"] {
         let out = monitor(&cfg, &["compliance", "shop", "--format", format]);

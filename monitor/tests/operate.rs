@@ -134,3 +134,16 @@ fn prometheus_rules_and_metrics() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A config file that is not there is named once, with its cause once, by
+/// both daemons (it said "No such file or directory" twice).
+#[test]
+fn a_missing_config_is_said_once() {
+    let missing = "/nonexistent/robotsgate/config.yaml";
+    let monitor =
+        Command::new(env!("CARGO_BIN_EXE_robots-monitor")).args(["--config", missing, "once"]).output().unwrap();
+    let err = String::from_utf8_lossy(&monitor.stderr);
+    assert_eq!(monitor.status.code(), Some(2), "{err}");
+    assert!(err.contains(missing), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}

@@ -256,6 +256,12 @@ impl Front {
                 None => return,
             }
         }
+        // The forwarded fields as the gateway sees this connection, written
+        // once for all its requests.
+        let mut edge = Vec::new();
+        for (name, value) in crate::forwarded::fields(conn.peer, false, conn.tls, &crate::forwarded::Sent::default()) {
+            push_field(&mut edge, name, value.as_bytes());
+        }
         loop {
             // A connection may idle KEEPALIVE between requests; once a
             // head's first byte is in, the whole head must follow within
@@ -269,7 +275,7 @@ impl Front {
             let (plan, head_len) = loop {
                 if head_may_end(&buf, seen) {
                     let closing = *watch.borrow();
-                    if let Some(planned) = self.plan(&buf, closing, conn, None) {
+                    if let Some(planned) = self.plan(&buf, closing, conn, &edge, None) {
                         break planned;
                     }
                 }
@@ -316,7 +322,7 @@ impl Front {
                         None => Answers::default(),
                     };
                     let closing = *watch.borrow();
-                    match self.plan(&buf, closing, conn, Some(known)) {
+                    match self.plan(&buf, closing, conn, &edge, Some(known)) {
                         Some(planned) => planned,
                         None => return,
                     }
@@ -424,7 +430,14 @@ impl Front {
     /// Reads a request head from `buf`: `None` while it is incomplete,
     /// else the plan and the head's length. `known` is verification's
     /// answer for this head's claim, once asked.
-    fn plan(&self, buf: &[u8], closing: bool, conn: Conn, known: Option<Answers>) -> Option<(Plan, usize)> {
+    fn plan(
+        &self,
+        buf: &[u8],
+        closing: bool,
+        conn: Conn,
+        edge: &[u8],
+        known: Option<Answers>,
+    ) -> Option<(Plan, usize)> {
         let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
         let mut req = httparse::Request::new(&mut fields);
         let len = match req.parse(buf) {
@@ -435,7 +448,7 @@ impl Front {
         if !self.fast {
             return Some((Plan::HandOver, 0));
         }
-        Some((self.decide(&req, closing, conn, known).unwrap_or(Plan::HandOver), len))
+        Some((self.decide(&req, closing, conn, edge, known).unwrap_or(Plan::HandOver), len))
     }
 
     /// The plan for a parsed request; `None` hands it over.
@@ -444,6 +457,7 @@ impl Front {
         req: &httparse::Request<'_, '_>,
         closing: bool,
         conn: Conn,
+        edge: &[u8],
         known: Option<Answers>,
     ) -> Option<Plan> {
         let (method, target) = (req.method?, req.path?);
@@ -562,9 +576,15 @@ impl Front {
             }
         }
         if forwarded {
-            let trusted = conn.peer.is_some_and(|p| self.gateway.trusted.contains(p));
-            for (name, value) in crate::forwarded::fields(conn.peer, trusted, conn.tls, &sent) {
-                push_field(&mut head, name, value.as_bytes());
+            // What the gateway saw is the same for every request of the
+            // connection (`edge`, written once); only a trusted proxy's own
+            // chain makes a request's fields its own.
+            if !sent.is_empty() && conn.peer.is_some_and(|p| self.gateway.trusted.contains(p)) {
+                for (name, value) in crate::forwarded::fields(conn.peer, true, conn.tls, &sent) {
+                    push_field(&mut head, name, value.as_bytes());
+                }
+            } else {
+                head.extend_from_slice(edge);
             }
         }
         if let Some(value) = log.as_ref().and_then(|l| l.visit.field()) {
@@ -663,11 +683,7 @@ impl Front {
                 None => {
                     let connecting = std::time::Instant::now();
                     let conn = upstream::connect(addr).await.map_err(|e| origin_error(addr, &e))?;
-                    self.gateway
-                        .metrics
-                        .upstream
-                        .with_label_values(&["connect"])
-                        .observe(connecting.elapsed().as_secs_f64());
+                    self.gateway.metrics.upstream_connect.observe(connecting.elapsed().as_secs_f64());
                     conn
                 }
             };
@@ -684,11 +700,7 @@ impl Front {
             };
             match answered {
                 Ok(n) if n > 0 => {
-                    self.gateway
-                        .metrics
-                        .upstream
-                        .with_label_values(&["response"])
-                        .observe(asked.elapsed().as_secs_f64());
+                    self.gateway.metrics.upstream_response.observe(asked.elapsed().as_secs_f64());
                     break origin;
                 }
                 // A pooled connection the origin closed meanwhile: once more

@@ -32,6 +32,11 @@ pub struct Sent {
 }
 
 impl Sent {
+    /// Whether the client sent none of the three.
+    pub fn is_empty(&self) -> bool {
+        self.forwarded_for.is_none() && self.proto.is_none() && self.forwarded.is_none()
+    }
+
     /// Adds one field of the request, if it is one of the three.
     pub fn add(&mut self, name: &str, value: &[u8]) {
         let slot = if name.eq_ignore_ascii_case(FIELDS[0]) {

@@ -65,6 +65,10 @@ pub struct Metrics {
     /// Seconds the fast path waited on the origin, by phase: `connect` (a
     /// new connection) and `response` (request sent to response head).
     pub upstream: HistogramVec,
+    /// `upstream{phase="connect"}`, looked up once.
+    pub upstream_connect: Histogram,
+    /// `upstream{phase="response"}`, looked up once.
+    pub upstream_response: Histogram,
     /// Failed TLS handshakes on the listeners (scanners, old clients),
     /// synced from [`robotsgate_config::telemetry::TLS_HANDSHAKE_FAILURES`]
     /// at each render.
@@ -148,6 +152,14 @@ impl Metrics {
             "path",
         );
         let by_path = PATHS.map(|p| duration.with_label_values(&[p]));
+        let upstream = histogram(
+            &registry,
+            "robotsgate_upstream_duration_seconds",
+            "Seconds the fast path waited on the origin, by phase",
+            "phase",
+        );
+        let (upstream_connect, upstream_response) =
+            (upstream.with_label_values(&["connect"]), upstream.with_label_values(&["response"]));
         let build = IntGaugeVec::new(
             Opts::new("robotsgate_build_info", "1, labelled with the running build's version"),
             &["daemon", "version"],
@@ -164,12 +176,9 @@ impl Metrics {
             by_class,
             duration,
             by_path,
-            upstream: histogram(
-                &registry,
-                "robotsgate_upstream_duration_seconds",
-                "Seconds the fast path waited on the origin, by phase",
-                "phase",
-            ),
+            upstream,
+            upstream_connect,
+            upstream_response,
             tls_expiry: {
                 let g = IntGaugeVec::new(
                     Opts::new(

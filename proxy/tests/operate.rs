@@ -160,3 +160,14 @@ fn the_containerfile_builds_what_exists_and_runs_as_a_user() {
     assert!(uid != "0" && uid != "root", "runs as {uid}");
     assert!(file.contains(&format!("--uid {uid}")), "the user {uid} is created");
 }
+
+/// A config file that is not there is named once, with its cause once.
+#[test]
+fn a_missing_config_is_said_once() {
+    let missing = "/nonexistent/robotsgate/config.yaml";
+    let out = Command::new(env!("CARGO_BIN_EXE_robots-proxy")).args(["--config", missing, "--check"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(missing), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}

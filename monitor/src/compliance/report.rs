@@ -179,7 +179,7 @@ pub struct Day {
 
 /// Every day of the last `days`, oldest first, for `site` (every site when
 /// `None`).
-pub async fn per_day(m: &Monitor, site: Option<&str>, days: i64) -> anyhow::Result<Vec<Day>> {
+pub async fn per_day(m: &Monitor, site: Option<&str>, days: i64, crawler: Option<&str>) -> anyhow::Result<Vec<Day>> {
     let today = crate::monitor::now_ms().div_euclid(DAY_MS);
     let since = today - days + 1;
     let mut out: Vec<Day> = (since..=today).map(|d| Day { date: super::date_of_day(d), ..Day::default() }).collect();
@@ -188,7 +188,7 @@ pub async fn per_day(m: &Monitor, site: Option<&str>, days: i64) -> anyhow::Resu
         None => m.config().sites.iter().map(|s| s.name.clone()).collect(),
     };
     for s in sites {
-        for r in ledger::rows(m.store(), &s, since, None).await? {
+        for r in ledger::rows(m.store(), &s, since, crawler).await? {
             let Some(d) = out.get_mut((r.day - since) as usize) else { continue };
             d.requests += r.requests;
             match r.class.as_str() {
@@ -224,16 +224,29 @@ pub fn read_words(l: &CrawlerLine, now: i64) -> Option<String> {
     Some(format!("{ago} ago; {held}{behind}"))
 }
 
+/// `n` and the noun, singular for one.
+fn counted(n: i64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The summary as text, one block per crawler.
-pub fn text(site: &str, lines: &[CrawlerLine], now: i64) -> String {
+pub fn text(site: &str, lines: &[CrawlerLine], now: i64, days: i64, crawler: Option<&str>) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let _ = writeln!(out, "{site}: what crawlers did, judged against the robots.txt each could hold");
-    if lines.is_empty() {
-        let _ = writeln!(
-            out,
-            "  no crawler requests recorded (import logs with `robots-monitor ingest --site {site} FILE`)"
-        );
+    let window =
+        if days == 1 { "today (UTC)".to_string() } else { format!("in the last {days} UTC days, today included") };
+    let _ = writeln!(out, "{site}: what crawlers did {window}, judged against the robots.txt each could hold");
+    match (lines.is_empty(), crawler) {
+        (true, Some(c)) => {
+            let _ = writeln!(out, "  no requests of `{c}` recorded on {site} in that time");
+        }
+        (true, None) => {
+            let _ = writeln!(
+                out,
+                "  no crawler requests recorded (import logs with `robots-monitor ingest --site {site} FILE`)"
+            );
+        }
+        _ => {}
     }
     for l in lines {
         // "unverifiable" is what a request's identity is when nothing was
@@ -245,14 +258,14 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "{} ({}, {}): {} requests, {} obeyed, {} in grace, {} violations{} [identity: {}]",
+            "{} ({}, {}): {}, {} obeyed, {} in grace, {}{} [identity: {}]",
             l.crawler,
             if l.operator.is_empty() { "unknown operator" } else { &l.operator },
             if l.purpose.is_empty() { "unknown purpose" } else { &l.purpose },
-            l.requests,
+            counted(l.requests, "request", "requests"),
             l.obeyed,
             l.grace,
-            l.violations,
+            counted(l.violations, "violation", "violations"),
             if l.unjudged > 0 { format!(", {} unjudged", l.unjudged) } else { String::new() },
             ids.join(", ")
         );
@@ -280,9 +293,9 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64) -> String {
             let from = v.source.as_ref().map_or(String::new(), |s| format!(", imported from {s}"));
             let _ = writeln!(
                 out,
-                "  violation of {rule}{from} ({}): {} requests, e.g. {}",
+                "  violation of {rule}{from} ({}): {}, e.g. {}",
                 v.identity,
-                v.requests,
+                counted(v.requests, "request", "requests"),
                 v.samples.join(" ")
             );
         }

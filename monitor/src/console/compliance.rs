@@ -18,28 +18,51 @@ use super::encode;
 
 type App = State<std::sync::Arc<Monitor>>;
 
-/// The period shown.
-#[derive(Clone, Copy, Debug, Deserialize, utoipa::IntoParams)]
+/// The period shown, and the crawler drilled into: the same forms as the
+/// CLI's `compliance --since 7d --crawler GPTBot`. Unknown parameters are
+/// refused, naming them.
+#[derive(Clone, Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct Period {
     /// Days back, today included (1 to 366; default 30).
-    #[serde(default = "thirty")]
-    pub days: i64,
-}
-
-fn thirty() -> i64 {
-    30
+    #[serde(default)]
+    pub days: Option<i64>,
+    /// The same as a duration (`7d`, `12h`, `30days`): the ledger counts by
+    /// UTC day, so a part of a day covers that whole day.
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Only this crawler (its catalogue token).
+    #[serde(default)]
+    pub crawler: Option<String>,
 }
 
 impl Period {
     /// The days, or why they are refused.
-    fn days(self) -> Result<i64, String> {
-        if (1..=366).contains(&self.days) {
-            Ok(self.days)
-        } else {
-            Err(format!("days={} is outside 1 to 366", self.days))
-        }
+    fn days(&self) -> Result<i64, String> {
+        let days = match (self.days, self.since.as_deref()) {
+            (Some(_), Some(_)) => return Err("give `days` or `since`, not both".into()),
+            (Some(d), None) => d,
+            (None, Some(since)) => window_days(since)?,
+            (None, None) => 30,
+        };
+        if (1..=366).contains(&days) { Ok(days) } else { Err(format!("days={days} is outside 1 to 366")) }
     }
+}
+
+/// UTC days, today included, that a duration back from now reaches.
+pub fn window_days(since: &str) -> Result<i64, String> {
+    let d = humantime::parse_duration(since)
+        .map_err(|e| format!("since={since}: {e}; give a duration such as 7d or 12h"))?;
+    Ok(i64::try_from(d.as_secs().div_ceil(86_400)).unwrap_or(i64::MAX).max(1))
+}
+
+/// A query's rejection as a problem naming what was wrong (serde's words,
+/// without axum's prefix).
+fn refused(rejection: &axum::extract::rejection::QueryRejection) -> Response {
+    let text = rejection.body_text();
+    let why = text.strip_prefix("Failed to deserialize query string: ").unwrap_or(&text).to_string();
+    super::problem::problem(StatusCode::BAD_REQUEST, why)
 }
 
 /// One site's totals.
@@ -99,10 +122,10 @@ pub struct HoldPeriod {
     pub breaks: String,
 }
 
-async fn overview(m: &Monitor, days: i64) -> anyhow::Result<Overview> {
+async fn overview(m: &Monitor, days: i64, crawler: Option<&str>) -> anyhow::Result<Overview> {
     let mut sites = Vec::new();
     for s in &m.config().sites {
-        let lines = report::summary(m, &s.name, days, None).await?;
+        let lines = report::summary(m, &s.name, days, crawler).await?;
         let mut t = SiteTotals { site: s.name.clone(), ..SiteTotals::default() };
         for l in &lines {
             t.requests += l.requests;
@@ -116,15 +139,20 @@ async fn overview(m: &Monitor, days: i64) -> anyhow::Result<Overview> {
         }
         sites.push(t);
     }
-    Ok(Overview { days: report::per_day(m, None, days).await?, sites })
+    Ok(Overview { days: report::per_day(m, None, days, crawler).await?, sites })
 }
 
-async fn site_compliance(m: &Monitor, site: &str, days: i64) -> Result<SiteCompliance, (StatusCode, String)> {
+async fn site_compliance(
+    m: &Monitor,
+    site: &str,
+    days: i64,
+    crawler: Option<&str>,
+) -> Result<SiteCompliance, (StatusCode, String)> {
     if m.site(site).is_none() {
         return Err((StatusCode::NOT_FOUND, format!("no site named `{site}` in the config")));
     }
     let unavailable = |e: anyhow::Error| (StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}"));
-    let crawlers = report::summary(m, site, days, None).await.map_err(unavailable)?;
+    let crawlers = report::summary(m, site, days, crawler).await.map_err(unavailable)?;
     let since = crate::monitor::now_ms() - days * crate::compliance::DAY_MS;
     let holds = robotsgate_history::gate::holds(m.store().pool(), Some(site), true)
         .await
@@ -133,7 +161,7 @@ async fn site_compliance(m: &Monitor, site: &str, days: i64) -> Result<SiteCompl
         .filter(|h| h.released_at.is_none_or(|r| r >= since))
         .map(|h| HoldPeriod { outcome: h.outcome, from: h.first_held, released: h.released_at, breaks: h.breaks })
         .collect();
-    let days = report::per_day(m, Some(site), days).await.map_err(unavailable)?;
+    let days = report::per_day(m, Some(site), days, crawler).await.map_err(unavailable)?;
     Ok(SiteCompliance { site: site.to_string(), days, crawlers, holds })
 }
 
@@ -238,7 +266,7 @@ pub async fn overview_page(State(m): App, Query(p): Query<Period>) -> Response {
         Ok(d) => d,
         Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
     };
-    match overview(&m, days).await {
+    match overview(&m, days, p.crawler.as_deref()).await {
         Ok(o) => {
             let sites = o.sites.into_iter().map(|s| {
                 let href = format!("/sites/{}/compliance?days={days}", encode(&s.site));
@@ -250,26 +278,23 @@ pub async fn overview_page(State(m): App, Query(p): Query<Period>) -> Response {
     }
 }
 
-/// The drill-down's query.
-#[derive(Clone, Debug, Deserialize)]
-pub struct SiteQuery {
-    /// Days back.
-    #[serde(default = "thirty")]
-    pub days: i64,
-    /// The crawler drilled into.
-    #[serde(default)]
-    pub crawler: Option<String>,
-}
-
 /// `GET /sites/{name}/compliance`: one site, per crawler; `?crawler=` drills in.
-pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<SiteQuery>) -> Response {
-    let days = match (Period { days: q.days }).days() {
+pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<Period>) -> Response {
+    let days = match q.days() {
         Ok(d) => d,
         Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
     };
-    let c = match site_compliance(&m, &name, days).await {
+    let c = match site_compliance(&m, &name, days, None).await {
         Ok(c) => c,
         Err(failure) => return failure.into_response(),
+    };
+    // Drilled into one crawler, the chart is that crawler's.
+    let per_day = match q.crawler.as_deref() {
+        Some(crawler) => match report::per_day(&m, Some(&name), days, Some(crawler)).await {
+            Ok(d) => d,
+            Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")).into_response(),
+        },
+        None => c.days.clone(),
     };
     let now = crate::monitor::now_ms();
     let mut groups: Vec<(String, Vec<CrawlerView>)> = Vec::new();
@@ -300,7 +325,7 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
             format!("{} to {until}: {first}", stamp(h.from))
         })
         .collect();
-    render(&SitePage { site: name, site_href, days, chart: chart(&c.days), groups, focus, holds })
+    render(&SitePage { site: name, site_href, days, chart: chart(&per_day), groups, focus, holds })
 }
 
 /// `GET /api/compliance`: every site's totals and violations per day.
@@ -310,12 +335,19 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
         (status = 400, description = "`days` outside 1 to 366", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
-pub async fn api_overview(State(m): App, Query(p): Query<Period>) -> Response {
+pub async fn api_overview(
+    State(m): App,
+    query: Result<Query<Period>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let p = match query {
+        Ok(Query(p)) => p,
+        Err(rejection) => return refused(&rejection),
+    };
     let days = match p.days() {
         Ok(d) => d,
         Err(why) => return super::problem::problem(StatusCode::BAD_REQUEST, why),
     };
-    match overview(&m, days).await {
+    match overview(&m, days, p.crawler.as_deref()).await {
         Ok(o) => Json(o).into_response(),
         Err(e) => super::problem::problem(StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")),
     }
@@ -329,12 +361,20 @@ pub async fn api_overview(State(m): App, Query(p): Query<Period>) -> Response {
         (status = 404, description = "No such site", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
-pub async fn api_site(State(m): App, Path(site): Path<String>, Query(p): Query<Period>) -> Response {
+pub async fn api_site(
+    State(m): App,
+    Path(site): Path<String>,
+    query: Result<Query<Period>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let p = match query {
+        Ok(Query(p)) => p,
+        Err(rejection) => return refused(&rejection),
+    };
     let days = match p.days() {
         Ok(d) => d,
         Err(why) => return super::problem::problem(StatusCode::BAD_REQUEST, why),
     };
-    match site_compliance(&m, &site, days).await {
+    match site_compliance(&m, &site, days, p.crawler.as_deref()).await {
         Ok(c) => Json(c).into_response(),
         Err((status, detail)) => super::problem::problem(status, detail),
     }

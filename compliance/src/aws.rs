@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::net::IpAddr;
 
-use crate::log::{Entry, Skip};
+use crate::line::{Entry, Skip};
 
 /// Which load balancer wrote the line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +27,7 @@ fn fields(line: &str) -> Result<Vec<Cow<'_, [u8]>>, Skip> {
     let mut rest = line.trim_start();
     while !rest.is_empty() {
         if let Some(body) = rest.strip_prefix('"') {
-            let (value, after) = crate::log::quoted_body(body)
+            let (value, after) = crate::line::quoted_body(body)
                 .ok_or_else(|| Skip::Malformed("a quoted field never ends: the line is cut short".to_string()))?;
             out.push(value);
             rest = after.trim_start();
@@ -66,11 +66,11 @@ pub fn read(line: &[u8], balancer: Balancer) -> Result<Entry, Skip> {
         return Err(malformed("too few fields for a load balancer line: the line is cut short"));
     }
     let time = String::from_utf8_lossy(&f[base]);
-    let at_ms = crate::log::rfc3339(&time).ok_or_else(|| malformed("the time is not RFC 3339"))?;
+    let at_ms = crate::line::rfc3339(&time).ok_or_else(|| malformed("the time is not RFC 3339"))?;
     let client = address(&f[base + 2]).ok_or_else(|| malformed("the client is not ip:port"))?;
     let status: u16 = String::from_utf8_lossy(&f[base + 7]).parse().map_err(|_| malformed("no status"))?;
     // A request the balancer could not read is logged as `"- - - "`.
-    let (method, target) = crate::log::request_line(&f[base + 11])?;
+    let (method, target) = crate::line::request_line(&f[base + 11])?;
     let user_agent = match &*f[base + 12] {
         b"-" => String::new(),
         ua => String::from_utf8_lossy(ua).into_owned(),

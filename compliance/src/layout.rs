@@ -13,7 +13,7 @@
 
 use std::net::IpAddr;
 
-use crate::log::{Entry, Skip};
+use crate::line::{Entry, Skip};
 
 /// What a field of a layout holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,7 +226,7 @@ impl Layout {
                 }
                 Item::Field(var) => {
                     let (value, after) = if quoted_next {
-                        let (value, after) = crate::log::quoted_body(rest).ok_or_else(|| {
+                        let (value, after) = crate::line::quoted_body(rest).ok_or_else(|| {
                             Skip::Malformed("a quoted field never ends: the line is cut short".to_string())
                         })?;
                         // The closing quote is the next literal's to match.
@@ -294,8 +294,8 @@ impl Got {
         match var {
             Var::Client => self.client = Some(value),
             Var::Forwarded => self.forwarded = Some(value),
-            Var::TimeLocal => self.time = Some(crate::log::clf_time(&text())),
-            Var::TimeIso => self.time = Some(crate::log::rfc3339(&text())),
+            Var::TimeLocal => self.time = Some(crate::line::clf_time(&text())),
+            Var::TimeIso => self.time = Some(crate::line::rfc3339(&text())),
             Var::Msec => self.time = Some(text().parse::<f64>().ok().map(|s| (s * 1000.0).round() as i64)),
             Var::Request => self.request = Some(value),
             Var::Method => self.method = Some(value),
@@ -327,7 +327,7 @@ impl Got {
         };
         let (method, target) = match (&self.request, &self.method) {
             (Some(r), _) => match present(r) {
-                Some(r) => crate::log::request_line(r)?,
+                Some(r) => crate::line::request_line(r)?,
                 None => return Err(Skip::NotHttp),
             },
             (None, Some(m)) => {
@@ -340,7 +340,7 @@ impl Got {
                     }
                     target.extend_from_slice(q);
                 }
-                if !crate::log::names_a_resource(&target) {
+                if !crate::line::names_a_resource(&target) {
                     return Err(Skip::NotHttp);
                 }
                 (String::from_utf8_lossy(m).into_owned(), target)

@@ -27,6 +27,7 @@
 
 pub mod aws;
 pub mod layout;
+pub mod line;
 pub mod log;
 pub mod w3c;
 

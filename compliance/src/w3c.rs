@@ -6,7 +6,7 @@
 
 use std::net::IpAddr;
 
-use crate::log::{Entry, Skip};
+use crate::line::{Entry, Skip};
 
 /// Where each field the judgement needs stands, from `#Fields:`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl Directives {
         let get = |slot: Option<usize>| slot.and_then(|i| values.get(i).copied()).filter(|v| *v != "-");
         let (date, time) = (get(self.date).unwrap_or_default(), get(self.time).unwrap_or_default());
         // W3C times are UTC.
-        let at_ms = crate::log::rfc3339(&format!("{date}T{time}Z")).ok_or_else(|| malformed("no date and time"))?;
+        let at_ms = crate::line::rfc3339(&format!("{date}T{time}Z")).ok_or_else(|| malformed("no date and time"))?;
         let client: IpAddr = get(self.client)
             .and_then(|c| c.parse().ok())
             .ok_or_else(|| malformed("the client is not an IP address"))?;
@@ -76,7 +76,7 @@ impl Directives {
             target.push(b'?');
             target.extend_from_slice(q.as_bytes());
         }
-        if !crate::log::names_a_resource(&target) {
+        if !crate::line::names_a_resource(&target) {
             return Err(Skip::NotHttp);
         }
         let status: u16 = get(self.status).and_then(|s| s.parse().ok()).ok_or_else(|| malformed("no status"))?;

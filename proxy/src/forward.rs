@@ -101,17 +101,6 @@ impl ServerApp for Front {
 /// soon as this reaches zero instead of waiting out the grace period.
 pub static OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Set when the listeners were handed to a new process (a graceful
-/// upgrade): an idle keep-alive connection is then not closed under a
-/// client about to reuse it, but waits for its next request and answers it
-/// with `Connection: close`, so the client reconnects, to the new process,
-/// having lost nothing. (On a stop, idle connections close at once.)
-pub static UPGRADING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-fn upgrading() -> bool {
-    UPGRADING.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// One open client connection, counted in [`OPEN`] while it lives.
 struct Open;
 
@@ -292,7 +281,7 @@ impl Front {
                 buf.reserve(CHUNK);
                 // Between requests, a shutdown closes the idle connection; a
                 // request already under way is finished.
-                let between = buf.is_empty() && !first && !upgrading();
+                let between = buf.is_empty() && !first && !crate::upgrade::upgrading();
                 if between && *watch.borrow() {
                     return;
                 }

@@ -129,7 +129,7 @@ impl ShutdownSignalWatch for GracefulSignals {
                 _ = int.recv() => break ShutdownSignal::GracefulTerminate,
                 _ = quit.recv() => {
                     if proxy::upgrade::waiting(&self.sock, self.started) {
-                        proxy::forward::UPGRADING.store(true, std::sync::atomic::Ordering::SeqCst);
+                        proxy::upgrade::UPGRADING.store(true, std::sync::atomic::Ordering::SeqCst);
                         break ShutdownSignal::GracefulUpgrade;
                     }
                     // Pingora would give up after five seconds and close

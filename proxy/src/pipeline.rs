@@ -176,7 +176,7 @@ impl ProxyHttp for Pipeline {
         // this answer (`Connection: close`), so its client reconnects to the
         // new one, rather than have Pingora drop it idle at shutdown under a
         // client about to reuse it.
-        if crate::forward::UPGRADING.load(std::sync::atomic::Ordering::Relaxed) {
+        if crate::upgrade::upgrading() {
             session.set_keepalive(None);
         }
         if !tidy(session)? {

@@ -22,6 +22,18 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+/// Set when the listeners were handed to a new process (a graceful
+/// upgrade): an idle keep-alive connection is then not closed under a
+/// client about to reuse it, but waits for its next request and answers it
+/// with `Connection: close`, so the client reconnects, to the new process,
+/// having lost nothing. (On a stop, idle connections close at once.)
+pub static UPGRADING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the listeners went to a new process.
+pub fn upgrading() -> bool {
+    UPGRADING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Whether a new process waits on `sock` for this one's listeners: the
 /// socket exists and was made after `since` (this process's start), so a
 /// leftover of an earlier upgrade does not count.

@@ -14,7 +14,12 @@ mod explain;
 mod lint;
 
 #[derive(Parser, Debug)]
-#[command(name = "robots", version, about = "Google-exact robots.txt verdicts, with the line that decided")]
+#[command(
+    name = "robots",
+    version,
+    about = "Google-exact robots.txt verdicts, with the line that decided",
+    after_help = "EXIT STATUS:\n  0  allowed (check, explain), clean (lint), no flip and nothing the gate would hold (diff), every line read (batch)\n  1  disallowed (check, explain; any URL for the table form), lint errors, a flip or a change the gate would hold (diff)\n  2  the command could not run: a file that cannot be read, a bad argument, a batch line that failed"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

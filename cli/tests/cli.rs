@@ -296,4 +296,11 @@ fn completions_and_man_pages() {
     }
     let lint = std::fs::read_to_string(dir.join("robots-lint.1")).unwrap();
     assert!(lint.contains("sarif"), "{lint}");
+    // Every page, and --help, says what the exit codes mean.
+    for page in ["robots.1", "robots-check.1", "robots-diff.1"] {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        assert!(text.contains("EXIT STATUS") && text.contains("disallowed"), "{page}: {text}");
+    }
+    let help = String::from_utf8_lossy(&robots(&["--help"], b"").stdout).into_owned();
+    assert!(help.contains("EXIT STATUS:") && help.contains("2  the command could not run"), "{help}");
 }

@@ -13,7 +13,11 @@ use robotsgate_config::Config;
 
 /// Watches robots.txt files, keeps their history, and alerts when crawling would change.
 #[derive(Parser, Debug)]
-#[command(name = "robots-monitor", version)]
+#[command(
+    name = "robots-monitor",
+    version,
+    after_help = "EXIT STATUS:\n  0  done\n  1  done, with errors to see: `ingest` could not read a file, or every request was past compliance_retention\n  2  could not run: the config cannot be read or is invalid (named by file, line and key), the database is unreachable, a bad argument"
+)]
 struct Cli {
     /// The configuration file (see config.example.yaml).
     #[arg(long, short, default_value = "config.yaml")]

@@ -61,6 +61,7 @@ fn completions_and_man_pages() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let ingest = std::fs::read_to_string(dir.join("robots-monitor-ingest.1")).unwrap();
     assert!(ingest.contains("\\-\\-site") && ingest.contains("\\-\\-format"), "{ingest}");
+    assert!(ingest.contains("EXIT STATUS"), "{ingest}");
 }
 
 /// The alert rules shipped in deploy/prometheus pass promtool's check and

@@ -42,7 +42,11 @@ const CLIENT_WRITE_BUFFER: usize = 16 * 1024;
 
 /// The robotsgate gateway.
 #[derive(Parser, Debug)]
-#[command(name = "robots-proxy", version)]
+#[command(
+    name = "robots-proxy",
+    version,
+    after_help = "EXIT STATUS:\n  0  stopped gracefully (SIGTERM, SIGINT, or its listeners handed to a new process); `--check` passed; `upgrade` handed over\n  1  a graceful upgrade failed after the old process was signalled (the service manager restarts it); `verify`: spoofed\n  2  could not start: the config or a certificate is refused; `upgrade` never started and the old process serves on\n  3  `verify`: unverifiable or pending\n  4  `verify`: no catalogued crawler claimed"
+)]
 struct Cli {
     /// The shared configuration file (see config.example.yaml).
     #[arg(long, short, default_value = "config.yaml")]

@@ -72,7 +72,12 @@ pub fn man_pages(cmd: clap::Command) -> std::io::Result<Vec<(String, Vec<u8>)>> 
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let full = format!("{name}-{}", sub.get_name());
         let mut page = Vec::new();
-        clap_mangen::Man::new(sub.clone().name(full.clone())).render(&mut page)?;
+        // The command's EXIT STATUS (its `after_help`) on every page.
+        let sub = match (sub.get_after_help(), cmd.get_after_help()) {
+            (None, Some(exit)) => sub.clone().after_help(exit.clone()),
+            _ => sub.clone(),
+        };
+        clap_mangen::Man::new(sub.name(full.clone())).render(&mut page)?;
         pages.push((format!("{full}.1"), page));
     }
     Ok(pages)

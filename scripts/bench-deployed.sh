@@ -204,13 +204,13 @@ wrk_run() {
     "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" \
     "$(awk '$1=="99%" {print $2}' <<<"$out")" "${per:+; per request:$per}"
 }
-h2_run() { # LABEL URL CONNECTIONS
-  local out
+h2_run() { # LABEL URL CONNECTIONS [STREAMS per connection, 1]
+  local out m=${4:-1}
   # HTTP/2 names the host in :authority; a Host field that differs from it
   # is refused by the gateway (RFC 9113 section 8.3.1).
-  out=$(h2load -c"$3" -m1 -D"$secs" -t"$(( $3 < 2 ? 1 : 2 ))" -H ':authority: shop.test' \
+  out=$(h2load -c"$3" -m"$m" -D"$secs" -t"$(( $3 < 2 ? 1 : 2 ))" -H ':authority: shop.test' \
     -H 'User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0' "$2" 2>&1)
-  printf '%-44s %3s conns: %10s req/s, mean %8s, %s failed\n' "$1" "$3" \
+  printf '%-44s %3s conns: %10s req/s, mean %8s, %s failed\n' "$1" "$3${4:+x$4}" \
     "$(awk '/^finished in/ {print $4}' <<<"$out")" "$(awk '/^time for request:/ {print $6}' <<<"$out")" \
     "$(awk '/^requests:/ {print $10}' <<<"$out")"
 }
@@ -229,6 +229,7 @@ origin_pid=$(pgrep -d, -P "$(cat "$work/nginx.pid")")
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 echo "${secs}s per line; gateway and nginx: $threads worker(s); mix: 80% browsers, 20% crawlers; perf: ${perf_events:-unavailable}${NICE:+; proxies at nice $NICE}"
 for c in ${CONNS:-1 64}; do
+  [ "${LINES:-}" != h2 ] || break
   wrk_run "nginx as reverse proxy, HTTP" http://127.0.0.1:18803/ "$c" "$nginx_pid"
   wrk_run "gateway plain, fast path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"
   wrk_run "gateway everything on, fast path, HTTP" http://127.0.0.1:18820/ "$c" "${pids[1]}"
@@ -237,5 +238,14 @@ for c in ${CONNS:-1 64}; do
   wrk_run "gateway everything on, TLS 1.3, HTTP/1.1" https://127.0.0.1:18830/ "$c" "${pids[1]}"
   h2_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c"
   h2_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c"
+done
+# HTTP/2 as browsers use it: 1 connection with 1 stream, then 16
+# connections with 4 streams each; the pipeline's HTTP/2 beside them.
+# LINES=h2 runs only these.
+for cm in "1 1" "16 4"; do
+  read -r c m <<<"$cm"
+  h2_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c" "$m"
+  h2_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c" "$m"
+  h2_run "gateway everything on, pipeline, HTTP/2" https://127.0.0.1:18850/page.html "$c" "$m"
 done
 curl -s -H 'Authorization: Bearer bench' http://127.0.0.1:18822/status | grep -o '"ledger":{[^}]*}' || true

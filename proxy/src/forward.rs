@@ -35,6 +35,8 @@ use crate::pipeline::Pipeline;
 use crate::store::State;
 use crate::upstream;
 
+mod streams;
+
 /// How long a client connection may sit between requests (Pingora's default too).
 const KEEPALIVE: Duration = Duration::from_secs(60);
 /// Request heads larger than this get 431, on both paths (nginx refuses
@@ -64,6 +66,9 @@ pub struct Front {
     gateway: Arc<Gateway>,
     pipeline: Arc<HttpProxy<Pipeline>>,
     fast: bool,
+    /// HTTP/2 connections are served on the gateway's own path
+    /// (`streams`): the fast path is on and no site's origin is TLS.
+    own_h2: bool,
 }
 
 impl std::fmt::Debug for Front {
@@ -76,7 +81,8 @@ impl Front {
     /// The fast path over `gateway`; `pipeline` takes what it hands over.
     /// With `fast` false every connection goes to the pipeline.
     pub fn new(gateway: Arc<Gateway>, pipeline: Arc<HttpProxy<Pipeline>>, fast: bool) -> Front {
-        Front { gateway, pipeline, fast }
+        let tls_origin = gateway.hosts.values().any(|site| site.proxy.origin_tls);
+        Front { own_h2: fast && !tls_origin, gateway, pipeline, fast }
     }
 }
 
@@ -86,6 +92,10 @@ impl ServerApp for Front {
         let _open = Open::count();
         if matches!(stream.selected_alpn_proto(), Some(ALPN::H2)) {
             let stream = crate::coalesce::Coalesce::wrap(stream);
+            if self.own_h2 {
+                self.serve_h2(stream, shutdown).await;
+                return None;
+            }
             return ServerApp::process_new(&self.pipeline, stream, shutdown).await;
         }
         self.serve(stream, shutdown).await;
@@ -664,41 +674,8 @@ impl Front {
         request.extend_from_slice(&buf[..early]);
         buf.advance(early);
         let rest = f.body - early as u64;
-        let mut pooled = f.site.upstream.take(addr);
-        let mut origin = loop {
-            let reused = pooled.is_some();
-            let mut origin = match pooled.take() {
-                Some(conn) => conn,
-                None => {
-                    let connecting = std::time::Instant::now();
-                    let conn = upstream::connect(addr).await.map_err(|e| origin_error(addr, &e))?;
-                    self.gateway.metrics.upstream_connect.observe(connecting.elapsed().as_secs_f64());
-                    conn
-                }
-            };
-            let asked = std::time::Instant::now();
-            from_origin.clear();
-            let sent = match origin.write_all(&request).await {
-                Ok(()) if rest > 0 => copy_exact(client, &mut origin, rest, buf, wait).await,
-                Ok(()) => Ok(()),
-                Err(e) => Err(origin_error(addr, &e)),
-            };
-            let answered = match sent {
-                Ok(()) => read_more(&mut origin, from_origin, wait).await.map_err(|e| origin_error(addr, &e)),
-                Err(e) => Err(e),
-            };
-            match answered {
-                Ok(n) if n > 0 => {
-                    self.gateway.metrics.upstream_response.observe(asked.elapsed().as_secs_f64());
-                    break origin;
-                }
-                // A pooled connection the origin closed meanwhile: once more
-                // on a new one, if all that was sent can be sent again.
-                _ if reused && rest == 0 && f.idempotent => continue,
-                Ok(_) => return Err(Failure::Origin(502, format!("{addr} closed the connection without a response"))),
-                Err(e) => return Err(e),
-            }
-        };
+        let mut body = ClientBody { client: &mut *client, buf: &mut *buf, rest };
+        let mut origin = self.ask(&f.site, addr, &request, &mut body, f.idempotent, from_origin, wait).await?;
         let mut sent_interim = false;
         loop {
             let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
@@ -741,6 +718,84 @@ impl Front {
                 f.site.upstream.put(addr, origin);
             }
             return Ok((status, !close));
+        }
+    }
+}
+
+/// What follows a request head to the origin.
+trait RequestBody {
+    /// Nothing follows, so the request can be sent again as it is.
+    fn is_empty(&self) -> bool;
+    /// Sends the rest of the request.
+    async fn send(&mut self, origin: &mut TcpStream, wait: &mut Wait<'_>) -> Result<(), Failure>;
+}
+
+/// An HTTP/1.1 request's body bytes still to come from the client.
+struct ClientBody<'c> {
+    client: &'c mut Stream,
+    /// Bytes read from the client and not relayed yet (empty on entry).
+    buf: &'c mut BytesMut,
+    rest: u64,
+}
+
+impl RequestBody for ClientBody<'_> {
+    fn is_empty(&self) -> bool {
+        self.rest == 0
+    }
+
+    async fn send(&mut self, origin: &mut TcpStream, wait: &mut Wait<'_>) -> Result<(), Failure> {
+        copy_exact(self.client, origin, self.rest, self.buf, wait).await
+    }
+}
+
+impl Front {
+    /// Sends `request`, then `body`, over a pooled connection to the origin
+    /// or a new one, and reads the answer's first bytes into `from_origin`.
+    /// A pooled connection the origin closed meanwhile is replaced once,
+    /// when everything sent can be sent again.
+    #[allow(clippy::too_many_arguments)]
+    async fn ask(
+        &self,
+        site: &FrontedSite,
+        addr: std::net::SocketAddr,
+        request: &[u8],
+        body: &mut impl RequestBody,
+        idempotent: bool,
+        from_origin: &mut BytesMut,
+        wait: &mut Wait<'_>,
+    ) -> Result<TcpStream, Failure> {
+        let mut pooled = site.upstream.take(addr);
+        loop {
+            let reused = pooled.is_some();
+            let mut origin = match pooled.take() {
+                Some(conn) => conn,
+                None => {
+                    let connecting = std::time::Instant::now();
+                    let conn = upstream::connect(addr).await.map_err(|e| origin_error(addr, &e))?;
+                    self.gateway.metrics.upstream_connect.observe(connecting.elapsed().as_secs_f64());
+                    conn
+                }
+            };
+            let asked = std::time::Instant::now();
+            from_origin.clear();
+            let sent = match origin.write_all(request).await {
+                Ok(()) if !body.is_empty() => body.send(&mut origin, wait).await,
+                Ok(()) => Ok(()),
+                Err(e) => Err(origin_error(addr, &e)),
+            };
+            let answered = match sent {
+                Ok(()) => read_more(&mut origin, from_origin, wait).await.map_err(|e| origin_error(addr, &e)),
+                Err(e) => Err(e),
+            };
+            match answered {
+                Ok(n) if n > 0 => {
+                    self.gateway.metrics.upstream_response.observe(asked.elapsed().as_secs_f64());
+                    return Ok(origin);
+                }
+                _ if reused && body.is_empty() && idempotent => continue,
+                Ok(_) => return Err(Failure::Origin(502, format!("{addr} closed the connection without a response"))),
+                Err(e) => return Err(e),
+            }
         }
     }
 }
@@ -906,6 +961,46 @@ impl Response {
         Ok(Response { body, length, keep_alive, listed, coded: coding.is_some() })
     }
 
+    /// Whether a field of the origin's head goes on to the client. Over
+    /// HTTP/2 (`h2`) the body goes without its transfer coding, so the
+    /// coding's field goes too.
+    fn relays(&self, name: &str, h2: bool) -> bool {
+        let coding = name.eq_ignore_ascii_case("transfer-encoding");
+        !(hop_by_hop(name)
+            // Written once after the fields; with a transfer coding the
+            // length is the coding's (RFC 9112 section 6.3).
+            || name.eq_ignore_ascii_case("content-length")
+            || (coding && h2)
+            // Over HTTP/1.1 the body is relayed in its coding, so the
+            // coding stays named.
+            || (!coding && self.listed.iter().any(|l| l.eq_ignore_ascii_case(name))))
+    }
+
+    /// [`Response::head`] for an HTTP/2 stream: the status and the fields
+    /// the client gets, which must be valid HTTP/2 fields.
+    fn head_h2(&self, resp: &httparse::Response<'_, '_>, usage: Option<&str>) -> Result<http::Response<()>, String> {
+        let mut out = http::Response::new(());
+        *out.status_mut() = http::StatusCode::from_u16(resp.code.unwrap_or(0)).map_err(|e| e.to_string())?;
+        let fields = out.headers_mut();
+        for f in resp.headers.iter() {
+            if self.relays(f.name, true) {
+                let name = http::HeaderName::from_bytes(f.name.as_bytes()).map_err(|e| format!("{}: {e}", f.name))?;
+                let value = http::HeaderValue::from_bytes(f.value).map_err(|e| format!("{}: {e}", f.name))?;
+                fields.append(name, value);
+            }
+        }
+        if let Some(n) = self.length.filter(|_| !self.coded) {
+            fields.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(n));
+        }
+        if let Some(usage) = usage
+            && !fields.contains_key("content-usage")
+            && let Ok(value) = http::HeaderValue::from_str(usage)
+        {
+            fields.insert(http::HeaderName::from_static("content-usage"), value);
+        }
+        Ok(out)
+    }
+
     /// The head relayed to the client: HTTP/1.1, connection fields dropped;
     /// `usage` is the site's AI policy's `Content-Usage`, added unless the
     /// origin sent its own. Written over `out`, whose allocation a
@@ -916,14 +1011,7 @@ impl Response {
         out.extend_from_slice(resp.reason.unwrap_or("").as_bytes());
         out.extend_from_slice(b"\r\n");
         for f in resp.headers.iter() {
-            let dropped = hop_by_hop(f.name)
-                // Written once below; with a transfer coding the length is
-                // the coding's (RFC 9112 section 6.3).
-                || f.name.eq_ignore_ascii_case("content-length")
-                // The body is relayed in its coding, so the coding stays named.
-                || (self.listed.iter().any(|l| l.eq_ignore_ascii_case(f.name))
-                    && !f.name.eq_ignore_ascii_case("transfer-encoding"));
-            if !dropped {
+            if self.relays(f.name, false) {
                 push_field(out, f.name, f.value);
             }
         }

@@ -30,14 +30,25 @@ impl Body {
     /// to this body and whether the body is complete; bytes past the end
     /// belong to whatever follows it.
     pub fn take(&mut self, data: &[u8]) -> Result<(usize, bool), Malformed> {
+        self.take_with(data, |_| {})
+    }
+
+    /// [`Body::take`], handing each run of the message's content to
+    /// `content`: a chunked body's chunk data without its framing, since
+    /// HTTP/2 carries a body without a transfer coding.
+    pub fn take_with(&mut self, data: &[u8], mut content: impl FnMut(&[u8])) -> Result<(usize, bool), Malformed> {
         match self {
             Body::Length(left) => {
                 let n = data.len().min(usize::try_from(*left).unwrap_or(usize::MAX));
                 *left -= n as u64;
+                content(&data[..n]);
                 Ok((n, *left == 0))
             }
-            Body::Chunked(c) => c.take(data),
-            Body::UntilClose => Ok((data.len(), false)),
+            Body::Chunked(c) => c.take(data, &mut content),
+            Body::UntilClose => {
+                content(data);
+                Ok((data.len(), false))
+            }
         }
     }
 
@@ -75,7 +86,7 @@ impl Default for State {
 }
 
 impl Chunked {
-    fn take(&mut self, data: &[u8]) -> Result<(usize, bool), Malformed> {
+    fn take(&mut self, data: &[u8], content: &mut impl FnMut(&[u8])) -> Result<(usize, bool), Malformed> {
         let mut i = 0;
         while i < data.len() {
             let b = data[i];
@@ -83,6 +94,7 @@ impl Chunked {
                 State::Done => return Ok((i, true)),
                 State::Data(left) => {
                     let n = (data.len() - i).min(usize::try_from(left).unwrap_or(usize::MAX));
+                    content(&data[i..i + n]);
                     i += n;
                     let left = left - n as u64;
                     self.state = if left == 0 { State::DataEnd { cr: false } } else { State::Data(left) };

@@ -162,6 +162,11 @@ if [ -n "$callgrind" ]; then
   echo "instructions per request (callgrind; ${secs}s per line, wrk -t1, the request mix)"
   echo "dumps: $work"
   for c in 1 16; do
+    if [ "${LINES:-}" = h2 ]; then
+      callgrind_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c" "$nginx_vg" h2
+      callgrind_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c" "${pids[1]}" h2
+      continue
+    fi
     callgrind_run "nginx as reverse proxy, HTTP" http://127.0.0.1:18803/ "$c" "$nginx_vg"
     callgrind_run "gateway plain, fast path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"
     callgrind_run "gateway everything on, fast path, HTTP" http://127.0.0.1:18820/ "$c" "${pids[1]}"

@@ -20,13 +20,15 @@ pub struct Args {
     old: PathBuf,
     /// The robots.txt as it would be.
     new: PathBuf,
-    /// A crawler to test; repeat for several (default with --config: the
-    /// site's crawlers).
-    #[arg(long = "agent", short = 'a', required_unless_present = "config")]
+    /// A crawler to test; repeat for several (default: with --config the
+    /// site's crawlers, else every crawler either file names, and
+    /// Googlebot and bingbot for `*`).
+    #[arg(long = "agent", short = 'a')]
     agents: Vec<String>,
-    /// A file of URLs (or paths), one per line; `-` for stdin (default
-    /// with --config: the site's saved URLs).
-    #[arg(long, required_unless_present = "config")]
+    /// A file of URLs (or paths), one per line; `-` for stdin (default:
+    /// with --config the site's saved URLs, else `/` and a path for each
+    /// rule of either file, so that every changed rule is tried).
+    #[arg(long)]
     urls: Option<PathBuf>,
     /// The robotsgate config whose pins and floor the change must keep,
     /// as the gate judges it.
@@ -69,10 +71,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let urls = match (&args.urls, &declared) {
         (Some(path), _) => read_urls(path)?,
         (None, Some(d)) => d.site.url_sets.values().flatten().map(|e| e.url().to_string()).collect(),
-        (None, None) => Vec::new(),
+        (None, None) => rule_paths(&[&old, &new]),
     };
     let agents = match (&declared, args.agents.is_empty()) {
         (Some(d), true) => d.agents.clone(),
+        (None, true) => named_agents(&[&old, &new]),
         _ => args.agents.clone(),
     };
     let text_diff = similar::TextDiff::from_lines(&*String::from_utf8_lossy(&old), &*String::from_utf8_lossy(&new))
@@ -120,6 +123,48 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(if flipped.is_empty() && !held { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `/`, and for each rule of `files` a path it matches: its pattern with
+/// `*` as `x` and no `$` (`/*.pdf$` is tried as `/x.pdf`), in file order.
+fn rule_paths(files: &[&[u8]]) -> Vec<String> {
+    struct Paths(Vec<String>);
+    impl rules::parse::Handler for Paths {
+        fn directive(&mut self, d: &rules::parse::Directive<'_>) {
+            if matches!(d.kind, rules::KeyKind::Allow | rules::KeyKind::Disallow) && d.value.starts_with(b"/") {
+                let path = String::from_utf8_lossy(d.value).replace('*', "x");
+                let path = path.strip_suffix('$').unwrap_or(&path).to_string();
+                if !self.0.contains(&path) {
+                    self.0.push(path);
+                }
+            }
+        }
+    }
+    let mut paths = Paths(vec!["/".to_string()]);
+    for file in files {
+        rules::parse::parse(file, &mut paths);
+    }
+    paths.0
+}
+
+/// Every crawler a group of `files` names, then Googlebot and bingbot, who
+/// read `*` where no group names them.
+fn named_agents(files: &[&[u8]]) -> Vec<String> {
+    let mut agents: Vec<String> = Vec::new();
+    for file in files {
+        for token in rules::Robots::parse(file).named_agents() {
+            let token = String::from_utf8_lossy(token).into_owned();
+            if !agents.iter().any(|a| a.eq_ignore_ascii_case(&token)) {
+                agents.push(token);
+            }
+        }
+    }
+    for main in ["Googlebot", "bingbot"] {
+        if !agents.iter().any(|a| a.eq_ignore_ascii_case(main)) {
+            agents.push(main.to_string());
+        }
+    }
+    agents
 }
 
 /// `n` and the noun that agrees with it.

@@ -50,11 +50,31 @@ fn preferences(body: &[u8], group: &[u32], target: &[u8]) {
     }
 }
 
+/// Google's crawler's own reading, where it differs from the library's.
+fn crawler_reading(robots: &Robots, agent: &str, url: &str) {
+    let both = rules::reading::readings(robots, agent, url);
+    let Some(why) = rules::reading::why(agent).filter(|_| both.differ()) else { return };
+    let v = both.crawler;
+    println!("Google's crawler reads it otherwise ({}):", rules::reading::CRAWLER);
+    match v.group {
+        None => println!("  group:    none (no group names this crawler, and it ignores `*`)"),
+        Some(g) => {
+            let lines: Vec<String> = g.lines.iter().map(u32::to_string).collect();
+            let which = if g.global { "the * group" } else { "a named group" };
+            println!("  group:    {which}, starting at line {}", lines.join(", "));
+        }
+    }
+    println!("  verdict:  {}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
+    println!("  because:  {}", super::human(&v.to_string()));
+    println!("  why:      {why}");
+}
+
 pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     let body = super::read_robots(path)?;
     let robots = Robots::parse(&body);
     let prepared = robots.agent(agent);
     let target = rules::target::path_of(url.as_bytes());
+    println!("reading:  {}", rules::reading::LIBRARY);
     println!("crawler:  {}", super::human(agent));
     println!("path:     {}", super::human(&String::from_utf8_lossy(&target)));
     match prepared.group() {
@@ -80,6 +100,7 @@ pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     let v = prepared.check_path(&target);
     println!("verdict:  {}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
     println!("because:  {}", super::human(&v.to_string()));
+    crawler_reading(&robots, agent, url);
     preferences(&body, prepared.group().map_or(&[][..], |g| g.lines), &target);
     Ok(if v.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -81,7 +81,7 @@ fn sarif(files: &[(String, Vec<Diagnostic>)]) -> Value {
             json!({
                 "ruleId": d.code.as_str(),
                 "level": level(d.severity),
-                "message": { "text": if d.hint.is_empty() { d.message.clone() } else { format!("{} Hint: {}", d.message, d.hint) } },
+                "message": { "text": if d.hint.is_empty() { d.message.clone() } else { format!("{}. Hint: {}.", d.message.trim_end_matches('.'), d.hint.trim_end_matches('.')) } },
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": { "uri": file },

@@ -46,9 +46,10 @@ enum Command {
         /// The robots.txt files (pre-commit passes several).
         #[arg(required = true)]
         robots: Vec<PathBuf>,
-        /// Output format.
-        #[arg(long, value_enum, default_value = "text")]
-        format: lint::Format,
+        /// What to print: `text`, `json` or `sarif` (`--format`, its old
+        /// name, is still read).
+        #[arg(long, alias = "format", value_enum, default_value = "text")]
+        output: lint::Format,
     },
     /// Text diff plus every verdict that flips. Exit 1 when any verdict flips.
     Diff(diff::Args),
@@ -62,7 +63,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Batch => batch::run(std::io::stdin().lock(), &mut std::io::stdout().lock()),
         Command::Explain { robots, agent, url } => explain::run(&robots, &agent, &url),
-        Command::Lint { robots, format } => lint::run(&robots, format),
+        Command::Lint { robots, output } => lint::run(&robots, output),
         Command::Diff(args) => diff::run(&args),
         Command::Shell(shell) => {
             shell.run(<Cli as clap::CommandFactory>::command()).map(|()| ExitCode::SUCCESS).map_err(anyhow::Error::from)

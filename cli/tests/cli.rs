@@ -106,6 +106,25 @@ fn explain_shows_all_matches() {
     assert_eq!(out.status.code(), Some(0));
 }
 
+/// The library's reading, and Google's crawler's where it differs, with why;
+/// the exit status stays the library's (as `robots check`).
+#[test]
+fn explain_shows_both_readings_where_they_differ() {
+    let f = temp_file("readings.txt", b"User-agent: *\nDisallow: /\n\nUser-agent: Googlebot\nDisallow: /private\n");
+    let out = robots(&["explain", f.to_str().unwrap(), "Googlebot-Image", "https://shop.example/about"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("reading:  Google's open-source robots.txt library"), "{text}");
+    assert!(text.contains("verdict:  DISALLOWED") && text.contains("Google's crawler reads it otherwise"), "{text}");
+    assert!(text.contains("  verdict:  ALLOWED") && text.contains("obeys Googlebot's group"), "{text}");
+    assert_eq!(out.status.code(), Some(1));
+    let out = robots(&["explain", f.to_str().unwrap(), "AdsBot-Google", "https://shop.example/about"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("group:    none (no group names this crawler, and it ignores `*`)"), "{text}");
+    let out = robots(&["explain", f.to_str().unwrap(), "Googlebot", "https://shop.example/about"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("reads it otherwise"), "one reading where they agree: {text}");
+}
+
 #[test]
 fn explain_shows_the_preferences_that_apply() {
     let f = temp_file(
@@ -142,6 +161,9 @@ fn lint_formats_and_exit_codes() {
     assert_eq!(v["version"], "2.1.0");
     assert_eq!(v["runs"][0]["results"][0]["ruleId"], "pattern-start");
     assert_eq!(v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"], 2);
+    // The hint is a sentence of its own, not run into the message.
+    let message = v["runs"][0]["results"][0]["message"]["text"].as_str().unwrap();
+    assert!(message.contains(". Hint: ") && message.ends_with('.'), "{message}");
     let good = temp_file("good.txt", b"User-agent: *\nDisallow: /private\n");
     let out = robots(&["lint", good.to_str().unwrap()], b"");
     assert_eq!(out.status.code(), Some(0));
@@ -179,6 +201,18 @@ fn diff_prints_text_diff_and_flips() {
     let out = robots(&same, b"");
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("no verdict flips"));
+    // With neither --agent nor --urls: the crawlers the files name (and
+    // Googlebot and bingbot for `*`), and `/` with a path for each rule.
+    let old = temp_file("old-named.txt", b"User-agent: *\nDisallow: /cart\n\nUser-agent: GPTBot\nDisallow: /\n");
+    let new = temp_file(
+        "new-named.txt",
+        b"User-agent: *\nDisallow: /cart\nDisallow: /*.pdf$\n\nUser-agent: GPTBot\nDisallow: /\n",
+    );
+    let out = robots(&["diff", old.to_str().unwrap(), new.to_str().unwrap()], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("2 verdict flips for 3 URLs x 3 crawlers:"), "{text}");
+    assert!(text.contains("Googlebot  /x.pdf") && text.contains("bingbot  /x.pdf"), "{text}");
 }
 
 /// `robots diff --config`: the site's pins and floor, judged as the
@@ -256,7 +290,7 @@ fn lint_is_the_whole_lint() {
     let body = b"User-agent: *\nContent-Signal: search=yes,,, =yes, ai-train=YES\nDisallow: /x\n\n\
 User-agent: Googelbot\nDisallow: /\n\nUser-agent: Google-Extended\nDisallow: /\n";
     let f = temp_file("whole.txt", body);
-    let out = robots(&["lint", f.to_str().unwrap(), "--format", "json"], b"");
+    let out = robots(&["lint", f.to_str().unwrap(), "--output", "json"], b"");
     let found: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let codes: Vec<(u64, &str)> =
         found.as_array().unwrap().iter().map(|d| (d["line"].as_u64().unwrap(), d["code"].as_str().unwrap())).collect();
@@ -271,7 +305,7 @@ User-agent: Googelbot\nDisallow: /\n\nUser-agent: Google-Extended\nDisallow: /\n
     };
     assert_eq!(lines, sorted, "by line");
     lines.clear();
-    let sarif = robots(&["lint", f.to_str().unwrap(), "--format", "sarif"], b"");
+    let sarif = robots(&["lint", f.to_str().unwrap(), "--output", "sarif"], b"");
     let text = String::from_utf8_lossy(&sarif.stdout);
     assert!(text.contains("\"ruleId\": \"unknown-crawler\""), "{text}");
 }

@@ -14,9 +14,50 @@ use crate::Catalogue;
 /// `robots lint` command, the monitor and the console's tester report.
 pub fn all(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
     let mut found = rules::lint(body);
+    operators_tokens(&mut found, &agent_lines(body), catalogue);
     found.extend(lint(body, catalogue));
     found.sort_by_key(|d| d.line);
     found
+}
+
+/// Every `user-agent` line's value, with its line number.
+fn agent_lines(body: &[u8]) -> Vec<(u32, String)> {
+    struct Agents(Vec<(u32, String)>);
+    impl Handler for Agents {
+        fn directive(&mut self, d: &Directive<'_>) {
+            if d.kind == KeyKind::UserAgent {
+                self.0.push((d.line, String::from_utf8_lossy(d.value).into_owned()));
+            }
+        }
+    }
+    let mut agents = Agents(Vec::new());
+    parse::parse(body, &mut agents);
+    agents.0
+}
+
+/// The engine says Google reads `AI2Bot` as `AI`, which is true of Google's
+/// parser and beside the point when the line names a catalogued crawler by
+/// the token its operator documents: no Google crawler is meant, and a
+/// crawler that is warned "will not obey" may well obey. Such findings
+/// say so instead, as information.
+fn operators_tokens(found: &mut [Diagnostic], agents: &[(u32, String)], catalogue: &Catalogue) {
+    for d in found.iter_mut().filter(|d| d.code == Code::AgentTruncated && d.severity != Severity::Error) {
+        let Some((_, value)) = agents.iter().find(|(line, _)| *line == d.line) else { continue };
+        let Some(c) = catalogue.get(value.trim()).filter(|c| !c.operator.eq_ignore_ascii_case("Google")) else {
+            continue;
+        };
+        d.severity = Severity::Info;
+        d.message = format!(
+            "`{}` is the token {} documents for its crawler; it holds characters outside RFC 9309's product-token \
+             grammar, so Google's parser reads it as `{}`, which matters only to Google's crawlers (none is meant here); \
+             whether {} obeys it is up to its own parser",
+            c.token,
+            c.operator,
+            rules::parse::product_token(value.trim().as_bytes()).iter().map(|&b| b as char).collect::<String>(),
+            c.token
+        );
+        d.hint = "keep it as its operator documents it".into();
+    }
 }
 
 /// The catalogue's findings on `body`, sorted by line.
@@ -28,18 +69,8 @@ pub fn all(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
 /// assert_eq!(codes, ["unknown-crawler", "usage-token"]);
 /// ```
 pub fn lint(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
-    struct Agents(Vec<(u32, String)>);
-    impl Handler for Agents {
-        fn directive(&mut self, d: &Directive<'_>) {
-            if d.kind == KeyKind::UserAgent {
-                self.0.push((d.line, String::from_utf8_lossy(d.value).into_owned()));
-            }
-        }
-    }
-    let mut agents = Agents(Vec::new());
-    parse::parse(body, &mut agents);
     let mut found = conflicts(body, catalogue);
-    for (line, value) in agents.0 {
+    for (line, value) in agent_lines(body) {
         // Google keeps the leading product token: letters, `-` and `_`.
         let token: String = value.chars().take_while(|c| c.is_ascii_alphabetic() || *c == '-' || *c == '_').collect();
         if token.is_empty() {
@@ -125,11 +156,21 @@ fn conflicts(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
             message,
             hint: hint.into(),
         };
+        // The best-known trainers, as the file treats them.
+        let best: Vec<&str> = ["GPTBot", "ClaudeBot"].into_iter().filter(|t| blocked.contains(t)).collect();
         if yes && !trainers.is_empty() && blocked.len() == trainers.len() {
             found.push(conflict(
                 format!(
                     "this line allows AI training, yet every AI-training crawler the catalogue knows ({}) is disallowed at `/`",
                     trainers.len()
+                ),
+                "say `no`, or allow the crawlers you mean to let train",
+            ));
+        } else if yes && best.len() == 2 {
+            found.push(conflict(
+                format!(
+                    "this line allows AI training, yet {} are disallowed at `/`: the preference says yes where the rules say no",
+                    best.join(" and ")
                 ),
                 "say `no`, or allow the crawlers you mean to let train",
             ));

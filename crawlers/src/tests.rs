@@ -201,6 +201,25 @@ fn lint_finds_preferences_the_groups_contradict() {
     assert_eq!(conflicts("User-agent: *\nContent-Usage: / train-ai=y\nDisallow: /\n"), [2]);
     // A `yes` with them allowed is no conflict.
     assert!(conflicts("User-agent: *\nContent-Signal: ai-train=yes\nDisallow: /private\n").is_empty());
+    // A `yes` while the best-known trainers are blocked, others not.
+    let best = "User-agent: *\nContent-Signal: ai-train=yes\nAllow: /\n\nUser-agent: GPTBot\nUser-agent: ClaudeBot\nDisallow: /\n";
+    assert_eq!(conflicts(best), [2]);
+}
+
+/// A catalogued crawler's own token that Google's parser would cut
+/// (`AI2Bot` as `AI`) is information about Google's reading, not a
+/// warning that the crawler "will not obey"; a token no catalogue holds
+/// keeps the warning.
+#[test]
+fn operators_tokens_are_not_warned_as_truncated() {
+    let found = crate::lint::all(b"User-agent: AI2Bot\nDisallow: /\n", Catalogue::builtin());
+    let d = found.iter().find(|d| d.code == rules::lint::Code::AgentTruncated).expect("still said");
+    assert_eq!(d.severity, rules::lint::Severity::Info, "{d:?}");
+    assert!(d.message.contains("the token Ai2 documents") && d.message.contains("as `AI`"), "{}", d.message);
+    assert!(!d.message.contains("will not obey"), "{}", d.message);
+    let found = crate::lint::all(b"User-agent: Shop2Bot\nDisallow: /\n", Catalogue::builtin());
+    let d = found.iter().find(|d| d.code == rules::lint::Code::AgentTruncated).unwrap();
+    assert_eq!(d.severity, rules::lint::Severity::Warning, "{d:?}");
 }
 
 /// Compiling an AI policy onto any real-world file changes no Google

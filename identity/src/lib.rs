@@ -186,7 +186,7 @@ impl Judged<'_> {
             Judged::Signed(directory) => format!("signed (Web Bot Auth) with a key in {directory}"),
             Judged::Named(name) => format!("{ip} is {name}, which resolves back to it"),
             Judged::Ask | Judged::Pending => {
-                format!("reverse DNS of {ip} did not answer within the budget; asked in the background")
+                format!("reverse DNS of {ip} did not answer in time, so the claim is neither verified nor refused")
             }
             Judged::Failed { ranged, asked_dns, signing, rdns } => {
                 let mut ways = Vec::new();
@@ -197,7 +197,10 @@ impl Judged<'_> {
                     ways.push("not in the published ranges".to_string());
                 }
                 if *asked_dns {
-                    ways.push(format!("no reverse DNS name under {} resolves back to it", rdns.join(", ")));
+                    ways.push(format!(
+                        "reverse DNS gives no name under {} that resolves back to {ip}",
+                        rdns.join(" or ")
+                    ));
                 }
                 format!("{ip} claims {} ({}): {}", crawler.token, crawler.operator, ways.join("; "))
             }

@@ -43,7 +43,9 @@ enum Command {
     History {
         /// The site's name.
         site: String,
-        /// A URL from the site's URL sets.
+        /// A URL or path: one of the site's URL sets is read back from
+        /// the recorded verdicts, any other is judged on each stored
+        /// revision.
         #[arg(long)]
         url: Option<String>,
         /// A crawler.
@@ -127,9 +129,10 @@ enum Command {
         /// covers that whole day. The console's default, 30 days.
         #[arg(long, default_value = "30d")]
         since: String,
-        /// `text` or `json`.
-        #[arg(long, default_value = "text", value_parser = ["text", "json"])]
-        format: String,
+        /// `text` or `json`, as every command's `--output` (`--format`,
+        /// its old name here, is still read).
+        #[arg(long, alias = "format", default_value = "text", value_parser = ["text", "json"])]
+        output: String,
     },
     /// Release a change the gate holds at the edge: every gateway sharing
     /// the database serves it at its next refresh. Without REVISION, every
@@ -411,10 +414,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
         }
-        Command::Compliance { site, crawler, since, format } => {
+        Command::Compliance { site, crawler, since, output } => {
             let days = monitor::console::compliance::window_days(&since).map_err(anyhow::Error::msg)?;
             let lines = monitor::compliance::report::summary(&m, &site, days, crawler.as_deref()).await?;
-            if format == "json" {
+            if output == "json" {
                 writeln!(stdout, "{}", serde_json::to_string_pretty(&lines)?)?;
             } else {
                 let now = monitor::monitor::now_ms();

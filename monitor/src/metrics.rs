@@ -89,8 +89,11 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
     .fetch_one(m.store().pool())
     .await
     .map_err(q("counting alerts"))?;
-    alerts.with_label_values(&["email", "waiting"]).set(row.try_get("waiting").unwrap_or(0));
-    alerts.with_label_values(&["email", "failing"]).set(row.try_get("failing").unwrap_or(0));
+    // Without email nothing will send them: they are not waiting on a channel.
+    if m.config().email.is_some() {
+        alerts.with_label_values(&["email", "waiting"]).set(row.try_get("waiting").unwrap_or(0));
+        alerts.with_label_values(&["email", "failing"]).set(row.try_get("failing").unwrap_or(0));
+    }
     let rows = sqlx::query(
         "SELECT channel, CAST(COALESCE(SUM(CASE WHEN attempts = 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS waiting, \
          CAST(COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0) AS BIGINT) AS failing FROM deliveries \

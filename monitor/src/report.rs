@@ -36,20 +36,47 @@ pub async fn history(m: &Monitor, site: &str, url: Option<&str>, agent: Option<&
     }
     match (url, agent) {
         (Some(url), Some(agent)) => {
+            // A URL and crawler the sets record are read back; any other is
+            // judged again on each state's stored revision, so that every
+            // URL has its history.
             let mut last: Option<bool> = None;
+            let mut judged_again = false;
+            let mut lines = String::new();
+            let mut policies: std::collections::HashMap<i64, Policy> = std::collections::HashMap::new();
+            let target = [crate::change::Target { url: url.to_string(), expect: None }];
             for s in &states {
                 let verdicts = m.store().verdicts(s.id).await?;
-                let Some(v) = verdicts.iter().find(|v| v.url == url && v.agent == agent) else { continue };
+                let v = match verdicts.into_iter().find(|v| v.url == url && v.agent == agent) {
+                    Some(v) => v,
+                    None => {
+                        judged_again = true;
+                        let policy = match (s.revision_id, s.policy.as_str()) {
+                            (Some(rev), _) => {
+                                if let std::collections::hash_map::Entry::Vacant(e) = policies.entry(rev) {
+                                    e.insert(Policy::Rules(rules::Robots::parse(&show(m, site, rev).await?)));
+                                }
+                                &policies[&rev]
+                            }
+                            (None, "allow-all") => &Policy::AllowAll(rules::Reason::ClientError(404)),
+                            (None, "disallow-all") => &Policy::DisallowAll(rules::Reason::ServerError(503)),
+                            _ => continue,
+                        };
+                        let mut judged = crate::change::verdicts(policy, &target, &[agent.to_string()]);
+                        let Some(v) = judged.pop() else { continue };
+                        v
+                    }
+                };
                 if last != Some(v.allowed) {
                     let why = v.rule.clone().or_else(|| s.reason.clone()).unwrap_or_else(|| "no rule".into());
                     let verb = if v.allowed { "allowed" } else { "BLOCKED" };
-                    writeln!(out, "{}  {verb:<8} {agent} {url}  ({why})", when(s.at))?;
+                    writeln!(lines, "{}  {verb:<8} {agent} {url}  ({why})", when(s.at))?;
                     last = Some(v.allowed);
                 }
             }
-            if last.is_none() {
-                writeln!(out, "{url} for {agent} is not in any recorded URL set of {site}")?;
+            if judged_again {
+                writeln!(out, "{url} for {agent} is in no saved URL set of {site}: judged on each stored revision")?;
             }
+            out.push_str(&lines);
         }
         (None, None) => {
             for s in &states {

@@ -151,7 +151,7 @@ fn run(db: Db) {
     assert_eq!(totals(&database), (1, 1, 5));
 
     // The report: per crawler, its last robots.txt read and how far behind.
-    let out = monitor(&cfg, &["compliance", "shop", "--format", "json"]);
+    let out = monitor(&cfg, &["compliance", "shop", "--output", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let of = |c: &str| report.as_array().unwrap().iter().find(|l| l["crawler"] == c).cloned().unwrap_or_default();
@@ -1045,7 +1045,7 @@ fn imported_logs_are_verified_without_a_gateway() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("give a duration such as 7d or 12h"));
     // An output format that is not one is refused, not answered in text.
     for format in ["xml", "JSON"] {
-        let out = monitor(&cfg, &["compliance", "shop", "--format", format]);
+        let out = monitor(&cfg, &["compliance", "shop", "--output", format]);
         assert_eq!(out.status.code(), Some(2), "{format}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("possible values: text, json"), "{format}");
     }

@@ -185,9 +185,21 @@ fn console_pages_and_tester_in_chromium() {
         c.wait().for_element(Locator::Id("strip")).await.expect("site page");
         assert_eq!(count(&c, "#timeline tbody tr").await, 2);
         assert!(text(&c, "#verdicts tr.broken").await.contains("/checkout"), "the pin on /checkout is broken");
+        let compliance = c.find(Locator::Id("compliance-link")).await.unwrap().attr("href").await.unwrap();
+        assert_eq!(compliance.as_deref(), Some("/sites/shop/compliance"));
         c.find(Locator::Css("#timeline tbody tr a")).await.unwrap().click().await.unwrap();
         c.wait().for_element(Locator::Id("diff")).await.expect("revision page");
         assert!(text(&c, "h1").await.starts_with("shop: revision"));
+        // From a revision: back to its site, to the one it is compared with,
+        // and from there forward again.
+        assert_eq!(count(&c, "#site-link").await, 1);
+        assert_eq!(count(&c, "#next").await, 0, "the newest revision has no next");
+        let newest = c.current_url().await.unwrap();
+        c.find(Locator::Id("compared")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("next")).await.expect("the older revision links forward");
+        c.find(Locator::Id("next")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("compared")).await.expect("back on the newest");
+        assert_eq!(c.current_url().await.unwrap(), newest);
         let flips = text(&c, "#flips").await;
         assert!(flips.contains("/checkout") && flips.contains("Googlebot") && flips.contains("bingbot"), "{flips}");
         assert_eq!(text(&c, "#diff tr.add").await.trim_start_matches(['3', ' ', '+']).trim(), "Disallow: /checkout");
@@ -202,19 +214,17 @@ fn console_pages_and_tester_in_chromium() {
         assert!(loaded.contains("Disallow: /checkout"), "{loaded}");
         assert_eq!(count(&c, "#no-changes").await, 1, "the live file is this revision");
 
-        // The alert it queued (no email configured), and a retry that
-        // needs the admin token.
+        // The alert it recorded: no email is configured, so it is not
+        // "queued" with a retry that nothing would send; the page says why.
         c.goto(&format!("{}/alerts", rig.base)).await.unwrap();
         assert_eq!(count(&c, "#alerts tbody tr").await, 1);
-        assert!(text(&c, "#alerts").await.contains("queued"));
-        c.find(Locator::Css("#alerts input[name=token]")).await.unwrap().send_keys("wrong").await.unwrap();
-        c.find(Locator::Css("#alerts button")).await.unwrap().click().await.unwrap();
-        c.wait().for_element(Locator::XPath("//*[contains(text(), 'needs the admin token')]")).await.expect("refused");
-        c.goto(&format!("{}/alerts", rig.base)).await.unwrap();
-        c.find(Locator::Css("#alerts input[name=token]")).await.unwrap().send_keys(TOKEN).await.unwrap();
-        c.find(Locator::Css("#alerts button")).await.unwrap().click().await.unwrap();
-        c.wait().for_element(Locator::Id("notice")).await.expect("notice");
-        assert!(text(&c, "#notice").await.contains("will be sent"));
+        let row = text(&c, "#alerts tbody tr").await;
+        assert!(row.contains("recorded") && !row.contains("queued"), "{row}");
+        assert!(row.contains("warning") || row.contains("critical") || row.contains("info"), "a severity: {row}");
+        assert_eq!(count(&c, "#alerts button").await, 0, "no retry without email");
+        assert_eq!(count(&c, "#no-email").await, 1);
+        c.find(Locator::Css("#alerts tbody tr a")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("state")).await.expect("the alert's site page");
 
         c.close().await.expect("close");
     });
@@ -510,6 +520,11 @@ fn what_a_person_sees_in_chromium() {
         assert!(text(&c, "#error").await.contains("admin token"));
         c.find(Locator::Id("back")).await.unwrap().click().await.unwrap();
         c.wait().for_element(Locator::Id("alerts")).await.expect("back to the alerts");
+        // The right token: the alert is due at the next delivery round.
+        c.find(Locator::Css("#alerts input[name=token]")).await.unwrap().send_keys(TOKEN).await.unwrap();
+        c.find(Locator::Css("#alerts button")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("notice")).await.expect("notice");
+        assert!(text(&c, "#notice").await.contains("will be sent"));
         c.goto(&format!("{base}/sites/nope")).await.unwrap();
         assert!(text(&c, "#error-title").await.starts_with("404"));
         assert_eq!(count(&c, "#back").await, 1);
@@ -563,4 +578,32 @@ fn what_a_person_sees_in_chromium() {
         assert_eq!((agents.trim(), urls.trim()), ("GPTBot", "/kept"));
         c.close().await.expect("close");
     });
+}
+
+/// A site the console serves before any poll says why its tables are empty
+/// and what to run; an error page has one way back to `/`, not two.
+#[test]
+fn a_site_never_polled_says_what_to_run() {
+    let dir = temp_dir("console-never-polled");
+    let port = free_port();
+    let yaml = format!(
+        "database: history.db\nconsole: {{ listen: \"127.0.0.1:{port}\" }}\nsites:\n  - name: shop\n    url: http://127.0.0.1:9/robots.txt\n"
+    );
+    let cfg = write_config(&dir, &yaml);
+    let _serve = Proc(
+        Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
+            .arg("--config")
+            .arg(&cfg)
+            .arg("serve")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start robots-monitor serve"),
+    );
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(wait_listening(addr, 20), "console did not start");
+    let page = request(addr, "GET", "127.0.0.1", "/sites/shop", &[]).expect("site page").text();
+    assert!(page.contains("id=\"never-polled\"") && page.contains("robots-monitor once"), "{page}");
+    let missing = request(addr, "GET", "127.0.0.1", "/sites/nope", &[]).expect("error page").text();
+    assert_eq!(missing.matches("href=\"/\"").count(), 1, "{missing}");
 }

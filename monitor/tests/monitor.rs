@@ -166,6 +166,18 @@ fn status_sequence(db: Db) {
         "{text}"
     );
     assert!(lines[2].contains("allowed") && lines[2].contains("404"), "{text}");
+    // A URL in no saved set has its history too, judged on the stored
+    // revisions, and says so.
+    let out = monitor(&cfg, &["history", "shop", "--url", "/products/socks?size=9", "--agent", "Googlebot"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[0].contains("in no saved URL set of shop: judged on each stored revision"), "{text}");
+    assert!(
+        lines[1].contains("allowed") && lines[2].contains("BLOCKED") && lines[2].contains("Disallow: /products/"),
+        "{text}"
+    );
+    assert!(lines[3].contains("allowed") && lines[3].contains("404"), "{text}");
     // The home page moves with every outage and recovery.
     let out = monitor(&cfg, &["history", "shop", "--url", "/", "--agent", "bingbot"]);
     let text = String::from_utf8_lossy(&out.stdout);

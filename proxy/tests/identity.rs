@@ -78,6 +78,8 @@ fn verification_by_feeds_and_reverse_dns() {
         let (code, out) = check(ip, &[]);
         assert_eq!(code, 1, "{ip}: {out}");
         assert!(out.starts_with("claims: Googlebot") && out.contains("spoofed:"), "{ip}: {out}");
+        assert!(out.contains("reverse DNS gives no name under googlebot.com or google.com"), "{ip}: {out}");
+        assert!(out.contains(&format!("that resolves back to {ip}")), "{ip}: {out}");
     }
 
     // The feed goes empty, changes shape, fails: each refused, and the
@@ -140,7 +142,8 @@ fn dns_down_is_not_spoofed() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "{text}");
-    assert!(text.contains("pending:"), "{text}");
+    assert!(text.contains("pending:") && text.contains("neither verified nor refused"), "{text}");
+    assert!(!text.contains("background"), "a one-shot command asks nothing in the background: {text}");
     assert!(start.elapsed() < std::time::Duration::from_secs(3), "the budget bounds the wait");
 }
 

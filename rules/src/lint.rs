@@ -199,7 +199,17 @@ pub(crate) fn lint_alongside<H: Handler + ?Sized>(body: &[u8], other: &mut H) ->
     let mut l = Linter::default();
     whole_file_checks(body, &mut l.out);
     parse::parse(body, &mut parse::Both(other, &mut l));
+    let has_rules = l.groups.iter().any(|g| g.has_any_rule);
     l.finish(body);
+    // An HTML line in a file with rules is a stray line, not an HTML page:
+    // Google ignores it and reads the rules around it.
+    if has_rules {
+        for d in l.out.iter_mut().filter(|d| d.code == Code::Html) {
+            d.severity = Severity::Warning;
+            d.message = "this line looks like HTML; Google ignores it, and the rules around it still count".into();
+            d.hint = "remove it (a template or an error page may have written it into the file)".into();
+        }
+    }
     l.out.sort_by_key(|d| (d.line, d.column));
     l.out
 }
@@ -536,6 +546,15 @@ impl Linter {
         let key = d.key.to_ascii_lowercase();
         let col = self.column(d.key);
         let (severity, code, message, hint): (Severity, Code, String, String) = match key.as_slice() {
+            b"crawl-delay" if !is_delay(d.value) => (
+                Severity::Warning,
+                Code::CrawlDelay,
+                format!(
+                    "`{}` is not a number of seconds, so Bing and Yandex, which read `crawl-delay`, ignore it (Google ignores the key anyway)",
+                    text(d.value)
+                ),
+                "write the seconds as digits, such as `Crawl-delay: 10`".into(),
+            ),
             b"crawl-delay" => (
                 Severity::Info,
                 Code::CrawlDelay,
@@ -734,6 +753,14 @@ fn whole_file_checks(body: &[u8], out: &mut Vec<Diagnostic>) {
             hint: "serve the real robots.txt as text/plain at /robots.txt, or answer 404 if there is none".into(),
         });
     }
+}
+
+/// A `crawl-delay` value its readers take: seconds, as digits with at
+/// most one decimal point.
+fn is_delay(value: &[u8]) -> bool {
+    let digits = value.iter().filter(|b| b.is_ascii_digit()).count();
+    let points = value.iter().filter(|&&b| b == b'.').count();
+    digits > 0 && points <= 1 && digits + points == value.len()
 }
 
 /// Levenshtein distance, for "did you mean" hints on short keys.

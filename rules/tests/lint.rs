@@ -52,6 +52,7 @@ fn each_code_fires() {
     fires(b"User-agent: *\nDisallow: /caf\xe9\n", Code::InvalidUtf8, 2);
     fires(b"\xEF\xBB\xBFUser-agent: *\nDisallow: /x\n", Code::Bom, 1);
     fires(b"<!DOCTYPE html>\n<html><body>Not found</body></html>\n", Code::Html, 1);
+    fires(b"User-agent: *\nCrawl-delay: ten\n", Code::CrawlDelay, 2);
     fires(b"User-agent: MJ12bot\nDisallow: /\n", Code::AgentTruncated, 1);
     fires(b"User-agent: *\nDisallow: /x\nUser-agent: Googlebot\n", Code::EmptyGroup, 3);
     fires(b"User-agent: *\nDisallow: /shop\nAllow: /shop\n", Code::ShadowedRule, 2);
@@ -204,4 +205,35 @@ License: https://example.com/license.xml\n";
         "{line6:?}"
     );
     assert!(found.iter().any(|d| d.code == Code::Preference && d.message.contains("Search Console")));
+}
+
+/// One stray HTML line among rules is a warning about that line, not "an
+/// HTML page with no rules"; a page that is HTML throughout stays an error.
+#[test]
+fn a_stray_html_line_is_not_an_html_page() {
+    let stray = lint(b"User-agent: *\nDisallow: /cart\n<html>\nDisallow: /search\n");
+    let d = stray.iter().find(|d| d.code == Code::Html).expect("the line is flagged");
+    assert!(
+        d.severity == Severity::Warning && d.line == 3 && d.message.contains("rules around it still count"),
+        "{d:?}"
+    );
+    let page = lint(b"<!DOCTYPE html>\n<html><body>Not found</body></html>\n");
+    let d = page.iter().find(|d| d.code == Code::Html).unwrap();
+    assert!(d.severity == Severity::Error && d.message.contains("finds no rules"), "{d:?}");
+}
+
+/// `Crawl-delay: ten` is read by nobody; `Crawl-delay: 2.5` is only Google's
+/// usual information.
+#[test]
+fn a_crawl_delay_that_is_not_a_number_is_a_warning() {
+    let ten = lint(b"User-agent: *\nCrawl-delay: ten\n");
+    assert!(
+        ten.iter()
+            .any(|d| d.code == Code::CrawlDelay && d.severity == Severity::Warning && d.message.contains("`ten`")),
+        "{ten:?}"
+    );
+    for ok in ["10", "2.5", "0"] {
+        let found = lint(format!("User-agent: *\nCrawl-delay: {ok}\n").as_bytes());
+        assert!(found.iter().all(|d| d.code != Code::CrawlDelay || d.severity == Severity::Info), "{ok}: {found:?}");
+    }
 }

@@ -22,8 +22,12 @@ pub struct AlertLine {
     pub created: String,
     /// The subject.
     pub subject: String,
+    /// `critical`, `warning` or `info`.
+    pub severity: String,
     /// `sent`, `queued`, `waiting` (not tried: the mail server failed on
-    /// another alert; `last_error` says how) or `failed`.
+    /// another alert; `last_error` says how), `failed`, or `recorded`
+    /// (no email is configured, so nothing will send it; channels and
+    /// digests have their own deliveries).
     pub status: &'static str,
     /// Delivery attempts.
     pub attempts: i64,
@@ -39,13 +43,16 @@ pub struct AlertsPage {
     pub alerts: Vec<AlertLine>,
     /// What the last action did.
     pub notice: Option<String>,
+    /// No email is configured: alerts are recorded, not queued.
+    pub email_off: bool,
 }
 
-/// The newest alerts.
-pub async fn list(store: &Store) -> Result<Vec<AlertLine>, StoreError> {
+/// The newest alerts; `email` says whether mail is configured, without
+/// which an unsent alert is only recorded, never "queued".
+pub async fn list(store: &Store, email: bool) -> Result<Vec<AlertLine>, StoreError> {
     let q = |doing: &'static str| move |source| StoreError::Query { doing, source };
     let rows = sqlx::query(
-        "SELECT id, site, created_at, subject, sent_at, attempts, last_error FROM alerts ORDER BY id DESC LIMIT $1",
+        "SELECT id, site, created_at, subject, sent_at, attempts, last_error, severity FROM alerts ORDER BY id DESC LIMIT $1",
     )
     .bind(LIMIT)
     .fetch_all(store.pool())
@@ -60,8 +67,10 @@ pub async fn list(store: &Store) -> Result<Vec<AlertLine>, StoreError> {
                 site: r.try_get("site")?,
                 created: when(Some(r.try_get("created_at")?)),
                 subject: r.try_get("subject")?,
+                severity: r.try_get("severity")?,
                 status: match (sent, &last_error, r.try_get::<i64, _>("attempts")?) {
                     (Some(_), _, _) => "sent",
+                    (None, _, _) if !email => "recorded",
                     (None, Some(_), 0) => "waiting",
                     (None, Some(_), _) => "failed",
                     (None, None, _) => "queued",

@@ -676,8 +676,8 @@ pub async fn api_revision(State(m): App, Path((name, id)): Path<(String, i64)>) 
 
 /// `GET /alerts`.
 pub async fn alerts(State(m): App) -> Result<Html<String>, Failure> {
-    let alerts = super::alerts::list(m.store()).await?;
-    render(&super::alerts::AlertsPage { alerts, notice: None })
+    let alerts = super::alerts::list(m.store(), m.config().email.is_some()).await?;
+    render(&super::alerts::AlertsPage { alerts, notice: None, email_off: m.config().email.is_none() })
 }
 
 /// `GET /api/alerts`.
@@ -687,7 +687,7 @@ pub async fn alerts(State(m): App) -> Result<Html<String>, Failure> {
         (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn api_alerts(State(m): App) -> Result<Response, Failure> {
-    Ok(Json(super::alerts::list(m.store()).await?).into_response())
+    Ok(Json(super::alerts::list(m.store(), m.config().email.is_some()).await?).into_response())
 }
 
 /// The retry form's fields.
@@ -715,8 +715,8 @@ pub async fn retry_alert(
     Form(form): Form<RetryForm>,
 ) -> Result<Html<String>, Failure> {
     let notice = retry(&m, id, &form.token).await?;
-    let alerts = super::alerts::list(m.store()).await?;
-    render(&super::alerts::AlertsPage { alerts, notice: Some(notice) })
+    let alerts = super::alerts::list(m.store(), m.config().email.is_some()).await?;
+    render(&super::alerts::AlertsPage { alerts, notice: Some(notice), email_off: m.config().email.is_none() })
 }
 
 /// `POST /api/alerts/{id}/retry` with `Authorization: Bearer TOKEN`.

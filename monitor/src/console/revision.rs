@@ -60,6 +60,8 @@ pub struct RevisionPage {
     site: String,
     id: i64,
     previous: Option<i64>,
+    /// The revision after it, if any.
+    next: Option<i64>,
     first_seen: String,
     size: i64,
     raw_href: String,
@@ -80,6 +82,7 @@ pub async fn page(m: &Monitor, site: &str, id: i64) -> anyhow::Result<Option<Rev
     let Some(at) = revisions.iter().position(|r| r.0 == id) else { return Ok(None) };
     let (_, first_seen, size) = revisions[at];
     let previous = at.checked_sub(1).map(|p| revisions[p].0);
+    let next = revisions.get(at + 1).map(|r| r.0);
     let (old, new, flips) = match previous {
         Some(p) => crate::report::revision_pair(m, config, p, id).await?,
         None => (Vec::new(), crate::report::show(m, site, id).await?, Vec::new()),
@@ -141,6 +144,7 @@ pub async fn page(m: &Monitor, site: &str, id: i64) -> anyhow::Result<Option<Rev
         site: site.to_string(),
         id,
         previous,
+        next,
         first_seen: when(Some(first_seen)),
         size,
         raw_href: format!("/sites/{}/revisions/{id}/raw", encode(site)),

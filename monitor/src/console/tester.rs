@@ -274,6 +274,24 @@ pub struct Row {
     pub expect: Option<bool>,
     /// The verdict breaks that pin.
     pub broken: bool,
+    /// Google's open-source library's verdict, when it is not this row's
+    /// (which is the crawler's own reading, see [`Report::reading`]).
+    pub library: Option<Library>,
+}
+
+/// The library's reading of one row, where it differs from the crawler's.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct Library {
+    /// May it fetch the URL, by the library.
+    pub allowed: bool,
+    /// The group the library chose, as [`Row::group`] says it.
+    pub group: String,
+    /// The deciding line.
+    pub line: Option<u32>,
+    /// The deciding rule as written.
+    pub rule: Option<String>,
+    /// Why the two readings differ, in one sentence.
+    pub why: String,
 }
 
 /// One lint finding.
@@ -303,6 +321,10 @@ pub struct Change {
 /// Everything the tester answers.
 #[derive(Clone, Debug, Serialize, utoipa::ToSchema)]
 pub struct Report {
+    /// Which reading the rows give: Google's crawlers as documented. Where
+    /// Google's open-source library (`robots check`) differs, a row says
+    /// so in [`Row::library`].
+    pub reading: &'static str,
     /// Bytes tested.
     pub bytes: usize,
     /// Every URL x crawler.
@@ -344,21 +366,30 @@ pub fn run(
     for Saved { url, expect } in &urls {
         for agent in &agents {
             let v = policy.verdict(agent, url);
+            let library = policy.robots().and_then(|robots| {
+                let both = rules::reading::readings(robots, agent, url);
+                let why = rules::reading::why(agent).filter(|_| both.differ())?;
+                let l = both.library;
+                Some(Library {
+                    allowed: l.allowed,
+                    group: group_label(&l),
+                    line: l.rule.map(|r| r.line),
+                    rule: rule_label(&l),
+                    why,
+                })
+            });
             let pinned = expect.as_ref().and_then(|p| p.of(agent, catalogue)).map(|e| e.kept_by(true));
             rows.push(Row {
                 url: url.clone(),
                 agent: agent.clone(),
                 purpose: catalogue.purpose_of(agent),
                 allowed: v.allowed,
-                group: match v.group {
-                    None => "none".to_string(),
-                    Some(g) if g.global => format!("* (line {})", lines(g.lines)),
-                    Some(g) => format!("line {}", lines(g.lines)),
-                },
+                group: group_label(&v),
                 line: v.rule.map(|r| r.line),
-                rule: v.rule.map(|r| format!("{}: {}", r.kind, String::from_utf8_lossy(r.written))),
+                rule: rule_label(&v),
                 expect: pinned,
                 broken: pinned.is_some_and(|e| e != v.allowed),
+                library,
             });
         }
     }
@@ -379,7 +410,22 @@ pub fn run(
             .collect()
     });
     let broken = rows.iter().filter(|r| r.broken).count();
-    Ok(Report { bytes, rows, lint, changes, broken })
+    Ok(Report { reading: rules::reading::CRAWLER, bytes, rows, lint, changes, broken })
+}
+
+/// The group a verdict came from: `*` with its lines, a named group's
+/// lines, or `none`.
+fn group_label(v: &rules::Verdict<'_>) -> String {
+    match v.group {
+        None => "none".to_string(),
+        Some(g) if g.global => format!("* (line {})", lines(g.lines)),
+        Some(g) => format!("line {}", lines(g.lines)),
+    }
+}
+
+/// The deciding rule as written (`Disallow: /private`).
+fn rule_label(v: &rules::Verdict<'_>) -> Option<String> {
+    v.rule.map(|r| format!("{}: {}", r.kind, String::from_utf8_lossy(r.written)))
 }
 
 fn lines(lines: &[u32]) -> String {
@@ -414,6 +460,29 @@ mod tests {
         assert_eq!(g.rule.as_deref(), Some("Disallow: /private"));
         let gpt = &r.rows[3];
         assert!(!gpt.allowed && gpt.group == "line 4" && gpt.line == Some(5), "{gpt:?}");
+    }
+
+    #[test]
+    fn rows_show_the_library_where_it_reads_otherwise() {
+        let file = "User-agent: *\nDisallow: /\n\nUser-agent: Googlebot\nDisallow: /private\n";
+        let r = run(
+            &input(file, "Googlebot-Image, AdsBot-Google, Googlebot", "/about"),
+            &[],
+            None,
+            &[],
+            robotsgate_crawlers::Catalogue::builtin(),
+        )
+        .unwrap();
+        assert!(r.reading.contains("as Google documents them"), "{}", r.reading);
+        let image = r.rows.iter().find(|row| row.agent == "Googlebot-Image").unwrap();
+        assert!(image.allowed && image.group == "line 4", "{image:?}");
+        let lib = image.library.as_ref().expect("the library reads it otherwise");
+        assert!(!lib.allowed && lib.group == "* (line 1)" && lib.line == Some(2), "{lib:?}");
+        assert!(lib.why.contains("obeys Googlebot's group"), "{}", lib.why);
+        let ads = r.rows.iter().find(|row| row.agent == "AdsBot-Google").unwrap();
+        assert!(ads.allowed && ads.group == "none" && ads.library.as_ref().is_some_and(|l| !l.allowed), "{ads:?}");
+        let google = r.rows.iter().find(|row| row.agent == "Googlebot").unwrap();
+        assert!(google.library.is_none(), "one reading where they agree: {google:?}");
     }
 
     #[test]

@@ -605,5 +605,6 @@ fn a_site_never_polled_says_what_to_run() {
     let page = request(addr, "GET", "127.0.0.1", "/sites/shop", &[]).expect("site page").text();
     assert!(page.contains("id=\"never-polled\"") && page.contains("robots-monitor once"), "{page}");
     let missing = request(addr, "GET", "127.0.0.1", "/sites/nope", &[]).expect("error page").text();
-    assert_eq!(missing.matches("href=\"/\"").count(), 1, "{missing}");
+    let way_back = missing.lines().find(|l| l.contains("id=\"back\"")).expect("a way back");
+    assert_eq!(way_back.matches("href=").count(), 1, "one way back, not two to the same page: {way_back}");
 }

@@ -695,11 +695,17 @@ pub struct Console {
     /// for links in alerts; none without it.
     #[serde(default)]
     pub url: Option<String>,
+    /// Show the console to anyone who reaches `listen`, with no token. Off
+    /// by default: on an address others can reach, readers sign in with
+    /// `ROBOTSGATE_CONSOLE_TOKEN`, since the pages show client addresses
+    /// and sample URLs.
+    #[serde(default)]
+    pub public: bool,
 }
 
 impl Default for Console {
     fn default() -> Console {
-        Console { listen: default_console_listen(), url: None }
+        Console { listen: default_console_listen(), url: None, public: false }
     }
 }
 

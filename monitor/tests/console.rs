@@ -608,3 +608,73 @@ fn a_site_never_polled_says_what_to_run() {
     let way_back = missing.lines().find(|l| l.contains("id=\"back\"")).expect("a way back");
     assert_eq!(way_back.matches("href=").count(), 1, "one way back, not two to the same page: {way_back}");
 }
+
+/// A console on an address others can reach: refused with no token, and
+/// with one, every page and API answer needs it (a bearer token, or the
+/// cookie the sign-in form sets); `/metrics` and `/login` stay open.
+#[test]
+fn a_console_others_can_reach_asks_for_its_token() {
+    let dir = temp_dir("console-access");
+    let port = free_port();
+    let yaml = format!(
+        "database: history.db\nconsole: {{ listen: \"0.0.0.0:{port}\" }}\nsites:\n  - name: shop\n    url: http://127.0.0.1:9/robots.txt\n"
+    );
+    let cfg = write_config(&dir, &yaml);
+    let serve = |token: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_robots-monitor"));
+        command
+            .arg("--config")
+            .arg(&cfg)
+            .arg("serve")
+            .env_remove("ROBOTSGATE_ADMIN_TOKEN")
+            .env_remove("ROBOTSGATE_CONSOLE_TOKEN");
+        if let Some(token) = token {
+            command.env("ROBOTSGATE_CONSOLE_TOKEN", token);
+        }
+        command
+    };
+    // No token: it does not start, and says what to do.
+    let out = serve(None).output().expect("robots-monitor serve");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("console.listen") && err.contains("ROBOTSGATE_CONSOLE_TOKEN") && err.contains("public"),
+        "{err}"
+    );
+
+    let _serve = Proc(serve(Some("reader-token")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("serve"));
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    assert!(wait_listening(addr, 20), "console did not start");
+    let page = openapi::send(addr, "GET", "/sites/shop", &[], b"");
+    assert_eq!(page.status, 303, "{}", page.head);
+    assert!(page.head.contains("/login?next=%2Fsites%2Fshop"), "{}", page.head);
+    let api = openapi::send(addr, "GET", "/api/sites", &[], b"");
+    assert_eq!((api.status, api.content_type.as_str()), (401, "application/problem+json"), "{}", api.head);
+    assert!(api.head.to_ascii_lowercase().contains("www-authenticate: bearer"), "{}", api.head);
+    let bearer = openapi::send(addr, "GET", "/api/sites", &[("Authorization", "Bearer reader-token")], b"");
+    assert_eq!(bearer.status, 200);
+    assert_eq!(openapi::send(addr, "GET", "/metrics", &[], b"").status, 200);
+    assert_eq!(openapi::send(addr, "GET", "/login?next=/sites/shop", &[], b"").status, 200);
+
+    // The form: a wrong token is refused; the right one sets a cookie that
+    // holds no token and opens the pages; `next` stays on this console.
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    let wrong = openapi::send(addr, "POST", "/login", &form, b"token=nope&next=%2Fsites%2Fshop");
+    assert_eq!(wrong.status, 403);
+    let signed = openapi::send(addr, "POST", "/login", &form, b"token=reader-token&next=%2F%2Fevil.example%2F");
+    assert_eq!(signed.status, 303, "{}", signed.head);
+    assert!(
+        signed.head.contains("\r\nlocation: /\r\n") || signed.head.to_ascii_lowercase().contains("\nlocation: /\r"),
+        "{}",
+        signed.head
+    );
+    let cookie = signed
+        .head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().starts_with("set-cookie:").then(|| l[11..].trim().to_string()))
+        .expect("a cookie");
+    assert!(!cookie.contains("reader-token") && cookie.contains("HttpOnly"), "{cookie}");
+    let pair = cookie.split(';').next().unwrap().to_string();
+    let page = openapi::send(addr, "GET", "/sites/shop", &[("Cookie", &pair)], b"");
+    assert_eq!(page.status, 200, "{}", page.head);
+}

@@ -9,6 +9,7 @@
 //! Content-Security-Policy that allows no script at all; stored bytes are
 //! downloaded as attachments, never rendered.
 
+pub mod access;
 pub mod alerts;
 pub mod api;
 pub mod compliance;
@@ -28,9 +29,11 @@ use axum::routing::get;
 
 use crate::monitor::Monitor;
 
-/// The console's routes over `monitor`.
-pub fn router(monitor: Arc<Monitor>) -> Router {
+/// The console's routes over `monitor`, admitting readers by `access`.
+pub fn router(monitor: Arc<Monitor>, access: access::Access) -> Router {
+    let access = Arc::new(access);
     Router::new()
+        .route("/login", get(access::login_form).post(access::login))
         .route("/", get(pages::sites))
         .route("/sites/{name}", get(pages::site))
         .route("/sites/{name}/revisions/{id}", get(pages::revision))
@@ -65,6 +68,8 @@ pub fn router(monitor: Arc<Monitor>) -> Router {
         .route("/metrics", get(metrics))
         .route("/static/console.css", get(pages::stylesheet))
         .fallback(problem::not_found)
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&access), access::guard))
+        .layer(axum::Extension(access))
         // A 1 MiB file, form-encoded, is up to three times as long.
         .layer(DefaultBodyLimit::max(4 * tester::MAX_ROBOTS_BYTES))
         .layer(axum::middleware::from_fn(problem::errors))
@@ -92,17 +97,21 @@ async fn metrics(axum::extract::State(m): axum::extract::State<Arc<Monitor>>) ->
     }
 }
 
-/// Serves the console on `listen` until `shutdown` resolves.
+/// Serves the console on `listen` until `shutdown` resolves; refuses to
+/// start on an address others can reach with no token to ask readers for
+/// (see [`access`]).
 pub async fn serve(
     monitor: Arc<Monitor>,
     listen: &str,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     use anyhow::Context;
+    let public = monitor.config().console.as_ref().is_some_and(|c| c.public);
+    let access = access::Access::decide(listen, public).map_err(anyhow::Error::msg)?;
     let listener =
         tokio::net::TcpListener::bind(listen).await.with_context(|| format!("console: cannot listen on {listen}"))?;
     tracing::info!(addr = %listener.local_addr()?, "console listening");
-    axum::serve(listener, router(monitor)).with_graceful_shutdown(shutdown).await?;
+    axum::serve(listener, router(monitor, access)).with_graceful_shutdown(shutdown).await?;
     Ok(())
 }
 

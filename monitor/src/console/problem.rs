@@ -89,9 +89,11 @@ pub async fn errors(request: Request, next: Next) -> Response {
     };
     if api {
         let mut out = problem(status, detail);
-        // Keep what the status needs (`Allow` on a 405).
-        if let Some(allow) = parts.headers.get(header::ALLOW) {
-            out.headers_mut().insert(header::ALLOW, allow.clone());
+        // Keep what the status needs (`Allow` on a 405, the scheme on a 401).
+        for name in [header::ALLOW, header::WWW_AUTHENTICATE] {
+            if let Some(value) = parts.headers.get(&name) {
+                out.headers_mut().insert(name, value.clone());
+            }
         }
         return out;
     }

@@ -18,6 +18,8 @@ pub struct Answer {
     pub content_type: String,
     /// The body.
     pub body: Vec<u8>,
+    /// The status line and header fields, as received.
+    pub head: String,
 }
 
 impl Answer {
@@ -58,7 +60,7 @@ pub fn send(addr: SocketAddr, method: &str, target: &str, headers: &[(&str, &str
     if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
         body = dechunk(&body);
     }
-    Answer { status, content_type, body }
+    Answer { status, content_type, body, head }
 }
 
 fn dechunk(mut raw: &[u8]) -> Vec<u8> {

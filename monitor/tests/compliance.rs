@@ -499,6 +499,16 @@ fn console(cfg: &Path, in_chromium: bool) {
         c.wait().for_element(fantoccini::Locator::Id("violated")).await.expect("the drill-down");
         let violated = c.find(fantoccini::Locator::Id("violated")).await.unwrap().text().await.unwrap();
         assert!(violated.contains("line 3") && violated.contains("Disallow: /news"), "{violated}");
+        // The chart's last date is drawn whole, and on a phone's width the
+        // page does not scroll sideways (the chart shrinks, tables scroll
+        // inside themselves).
+        let js = "const t = [...document.querySelectorAll('#chart text')].pop(); const s = document.getElementById('chart'); \
+                  return t.getBoundingClientRect().right <= s.getBoundingClientRect().right + 0.5";
+        assert_eq!(c.execute(js, vec![]).await.unwrap(), serde_json::json!(true), "the last label is clipped");
+        c.set_window_size(390, 800).await.unwrap();
+        let wide = "return document.documentElement.scrollWidth - document.documentElement.clientWidth";
+        assert_eq!(c.execute(wide, vec![]).await.unwrap(), serde_json::json!(0), "the page scrolls sideways at 390 px");
+        c.set_window_size(1280, 900).await.unwrap();
         let png = c.screenshot().await.unwrap();
         let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/console-screenshots");
         std::fs::create_dir_all(&shots).unwrap();

@@ -78,6 +78,12 @@ async fn screenshot(c: &Client, name: &str) {
     std::fs::write(dir.join(format!("{name}.png")), png).expect("write screenshot");
 }
 
+/// How far the page scrolls sideways, in CSS pixels (0: it fits).
+async fn sideways(c: &Client) -> i64 {
+    let js = "return document.documentElement.scrollWidth - document.documentElement.clientWidth";
+    c.execute(js, vec![]).await.expect("scroll width").as_i64().expect("a number")
+}
+
 async fn count(c: &Client, css: &str) -> usize {
     c.find_all(Locator::Css(css)).await.expect("find_all").len()
 }
@@ -512,6 +518,7 @@ fn what_a_person_sees_in_chromium() {
             assert!(t.contains("127.0.0.1") || t.contains("refused") || t.contains("failed"), "{t}");
         }
         assert_eq!(split(&c).await, serde_json::json!([]), "no short word split on the alerts page");
+        assert_eq!(sideways(&c).await, 0, "the alerts page does not scroll sideways at 1280 px");
         screenshot(&c, "alerts").await;
         // A wrong token: an error page with a way back.
         c.find(Locator::Css("#alerts input[name=token]")).await.unwrap().send_keys("wrong").await.unwrap();
@@ -604,6 +611,14 @@ fn a_site_never_polled_says_what_to_run() {
     assert!(wait_listening(addr, 20), "console did not start");
     let page = request(addr, "GET", "127.0.0.1", "/sites/shop", &[]).expect("site page").text();
     assert!(page.contains("id=\"never-polled\"") && page.contains("robots-monitor once"), "{page}");
+    // An empty tester form is told what to give.
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    let empty = openapi::send(addr, "POST", "/tester", &form, b"robots=&agents=&urls=");
+    assert!(
+        String::from_utf8_lossy(&empty.body).contains("Nothing to test"),
+        "{}",
+        String::from_utf8_lossy(&empty.body)
+    );
     let missing = request(addr, "GET", "127.0.0.1", "/sites/nope", &[]).expect("error page").text();
     let way_back = missing.lines().find(|l| l.contains("id=\"back\"")).expect("a way back");
     assert_eq!(way_back.matches("href=").count(), 1, "one way back, not two to the same page: {way_back}");

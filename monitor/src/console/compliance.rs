@@ -165,22 +165,51 @@ async fn site_compliance(
     Ok(SiteCompliance { site: site.to_string(), days, crawlers, holds })
 }
 
-/// Violations (and grace) per day as an SVG bar chart.
+/// Violations and grace requests per day as an SVG bar chart: stacked
+/// bars under a y axis marked at 0, half way and the top, with the dates
+/// under them (each week's first and the last day's), all inside the
+/// drawing. It has a `viewBox`, so a narrow screen shrinks it instead of
+/// scrolling sideways. Days with neither say so rather than draw an axis
+/// up to an invented 1.
 pub fn chart(days: &[Day]) -> String {
     use std::fmt::Write;
-    let (w, h, pad) = (22usize, 120usize, 18usize);
-    let top = days.iter().map(|d| d.violations + d.grace).max().unwrap_or(0).max(1);
-    let width = days.len() * w + 40;
+    let (w, h, top_pad, left, right) = (22usize, 120usize, 10usize, 40usize, 28usize);
+    let most = days.iter().map(|d| d.violations + d.grace).max().unwrap_or(0);
+    let top = round_up(most);
+    let width = left + days.len() * w + right;
+    let base = top_pad + h;
+    let height = base + 20;
     let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"chart\" class=\"chart\" width=\"{width}\" height=\"{}\" role=\"img\" aria-label=\"Violations per day\">",
-        h + pad * 2
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"chart\" class=\"chart\" viewBox=\"0 0 {width} {height}\" \
+         width=\"{width}\" height=\"{height}\" role=\"img\" aria-label=\"Violations and grace requests per day\">"
     );
-    let _ = write!(svg, "<text x=\"0\" y=\"12\" class=\"axis\">{top}</text>");
+    let marks: &[(i64, usize)] = match (most, top % 2) {
+        (0, _) => &[(0, base)],
+        (_, 0) => &[(0, base), (top / 2, base - h / 2), (top, top_pad)],
+        _ => &[(0, base), (top, top_pad)],
+    };
+    for &(value, y) in marks {
+        let _ = write!(
+            svg,
+            "<line class=\"grid\" x1=\"{left}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\"/>\
+             <text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"end\">{value}</text>",
+            width - right,
+            left - 6,
+            y + 3
+        );
+    }
+    if most == 0 {
+        let _ = write!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" class=\"axis empty\">no violations and no grace requests in these days</text>",
+            left + 8,
+            base - h / 2
+        );
+    }
     for (i, d) in days.iter().enumerate() {
-        let x = 40 + i * w;
-        let scale = |n: i64| (n as usize * h) / top as usize;
+        let x = left + i * w;
+        let scale = |n: i64| (n.max(0) as usize * h) / top.max(1) as usize;
         let (vh, gh) = (scale(d.violations), scale(d.grace));
-        let base = pad + h;
         let _ = write!(
             svg,
             "<g class=\"day\"><title>{}: {} violations, {} in grace, {} requests</title>\
@@ -195,14 +224,36 @@ pub fn chart(days: &[Day]) -> String {
             base - vh - gh,
             w - 4
         );
-        // Weekly labels, and the last day's, never two on top of each other.
+        // Weekly labels, and the last day's, never two on top of each
+        // other; centred under their bar, inside the drawing.
         let last = i + 1 == days.len();
         if last || (i % 7 == 0 && days.len() - 1 - i >= 3) {
-            let _ = write!(svg, "<text x=\"{x}\" y=\"{}\" class=\"axis\">{}</text>", base + 14, &d.date[5..]);
+            let _ = write!(
+                svg,
+                "<text x=\"{}\" y=\"{}\" class=\"axis\" text-anchor=\"middle\">{}</text>",
+                x + (w - 4) / 2,
+                base + 14,
+                d.date.get(5..).unwrap_or(&d.date)
+            );
         }
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// The chart's top: `n` rounded up to 1, 2 or 5 times a power of ten (at
+/// least 1), so the axis reads in round numbers.
+fn round_up(n: i64) -> i64 {
+    let mut step = 1i64;
+    while step <= i64::MAX / 10 {
+        for m in [1, 2, 5] {
+            if m * step >= n {
+                return m * step;
+            }
+        }
+        step *= 10;
+    }
+    n
 }
 
 #[derive(Template)]
@@ -377,5 +428,40 @@ pub async fn api_site(
     match site_compliance(&m, &site, days, p.crawler.as_deref()).await {
         Ok(c) => Json(c).into_response(),
         Err((status, detail)) => super::problem::problem(status, detail),
+    }
+}
+
+#[cfg(test)]
+mod chart_tests {
+    use super::*;
+
+    fn day(date: &str, violations: i64, grace: i64) -> Day {
+        Day { date: date.to_string(), requests: violations + grace, violations, grace, ..Day::default() }
+    }
+
+    #[test]
+    fn the_axis_reads_in_round_numbers_and_the_last_label_fits() {
+        let days: Vec<Day> = (1..=30).map(|i| day(&format!("2026-11-{i:02}"), i64::from(i == 30) * 3, 4)).collect();
+        let svg = chart(&days);
+        assert!(svg.contains("viewBox=\"0 0 "), "it scales: {svg}");
+        // 7 at most a day: the axis goes to 10, marked at 0, 5 and 10.
+        for mark in [">0</text>", ">5</text>", ">10</text>"] {
+            assert!(svg.contains(mark), "{mark}: {svg}");
+        }
+        let width: usize = svg.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        let last = svg.rfind("text-anchor=\"middle\">11-30</text>").expect("the last day's label");
+        let x: usize = svg[..last].rsplit("<text x=\"").next().unwrap().split('"').next().unwrap().parse().unwrap();
+        assert!(x + 14 <= width, "a 5-character label centred at {x} fits in {width}");
+    }
+
+    #[test]
+    fn no_violations_say_so() {
+        let svg = chart(&[day("2026-11-01", 0, 0), day("2026-11-02", 0, 0)]);
+        assert!(svg.contains("no violations and no grace requests"), "{svg}");
+        assert!(!svg.contains(">1</text>"), "no invented top of 1: {svg}");
+        assert_eq!(
+            (round_up(0), round_up(1), round_up(3), round_up(7), round_up(11), round_up(2000)),
+            (1, 1, 5, 10, 20, 2000)
+        );
     }
 }

@@ -455,7 +455,9 @@ async fn with_revision(m: &Monitor, mut input: Input) -> Result<Input, Failure> 
     Ok(input)
 }
 
-async fn tester_page(m: &Monitor, input: Input) -> Result<Html<String>, Failure> {
+/// The tester's page for `input`; `submitted` when the form was sent
+/// (a POST), so that an empty one is told what to give.
+async fn tester_page(m: &Monitor, input: Input, submitted: bool) -> Result<Html<String>, Failure> {
     let input = with_revision(m, input).await?;
     let sites = m.config().sites.iter().map(|s| s.name.clone()).collect();
     let sets = set_names(m);
@@ -465,6 +467,9 @@ async fn tester_page(m: &Monitor, input: Input) -> Result<Html<String>, Failure>
             Ok(r) => (Some(r), None),
             Err(e) => (None, Some(e)),
         }
+    } else if submitted {
+        let nothing = "Nothing to test: paste or upload a robots.txt (or open a stored revision), and give URLs or a saved URL set";
+        (None, Some(nothing.to_string()))
     } else {
         (None, None)
     };
@@ -548,7 +553,7 @@ async fn multipart_input(mut form: Multipart) -> (Input, Option<String>) {
 pub async fn tester_get(State(m): App, RawQuery(query): RawQuery) -> Result<Html<String>, Failure> {
     let input =
         Input::from_form(query.unwrap_or_default().as_bytes()).map_err(|e| Failure(StatusCode::BAD_REQUEST, e))?;
-    tester_page(&m, input).await
+    tester_page(&m, input, false).await
 }
 
 /// `POST /tester`: the result of the form, sent as `multipart/form-data`
@@ -578,7 +583,7 @@ pub async fn tester_post(State(m): App, request: Request) -> Result<Html<String>
             .map_err(|e| Failure(StatusCode::PAYLOAD_TOO_LARGE, format!("the form could not be read: {e}")))?;
         Input::from_form(&body).map_err(|e| Failure(StatusCode::BAD_REQUEST, e))?
     };
-    tester_page(&m, input).await
+    tester_page(&m, input, true).await
 }
 
 async fn api_test(m: &Monitor, input: Input) -> Response {

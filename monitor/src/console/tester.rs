@@ -337,6 +337,9 @@ pub struct Report {
     pub changes: Option<Vec<Change>>,
     /// How many verdicts break a pin of the saved set.
     pub broken: usize,
+    /// What the verdicts may not say on their own: URLs written with
+    /// characters crawlers would percent-encode, with the form they send.
+    pub notes: Vec<String>,
 }
 
 /// Tests `input`, with the URLs of its saved `set`; `live` is the site's
@@ -410,7 +413,28 @@ pub fn run(
             .collect()
     });
     let broken = rows.iter().filter(|r| r.broken).count();
-    Ok(Report { reading: rules::reading::CRAWLER, bytes, rows, lint, changes, broken })
+    let notes = urls.iter().filter_map(|u| sent_form(&u.url)).collect();
+    Ok(Report { reading: rules::reading::CRAWLER, bytes, rows, lint, changes, broken, notes })
+}
+
+/// A note for a URL typed with characters outside ASCII: a crawler sends
+/// them percent-encoded as UTF-8, and Google's matcher compares the URL as
+/// sent, so the verdict of the typed form may not be the crawler's.
+fn sent_form(url: &str) -> Option<String> {
+    if url.is_ascii() {
+        return None;
+    }
+    let mut sent = String::with_capacity(url.len() * 3);
+    for b in url.bytes() {
+        if b.is_ascii() {
+            sent.push(char::from(b));
+        } else {
+            sent.push_str(&format!("%{b:02X}"));
+        }
+    }
+    Some(format!(
+        "`{url}` is tested as written; a crawler sends it percent-encoded, as `{sent}`, and Google matches what is sent: test that form too"
+    ))
 }
 
 /// The group a verdict came from: `*` with its lines, a named group's
@@ -483,6 +507,20 @@ mod tests {
         assert!(ads.allowed && ads.group == "none" && ads.library.as_ref().is_some_and(|l| !l.allowed), "{ads:?}");
         let google = r.rows.iter().find(|row| row.agent == "Googlebot").unwrap();
         assert!(google.library.is_none(), "one reading where they agree: {google:?}");
+    }
+
+    #[test]
+    fn urls_outside_ascii_name_the_form_crawlers_send() {
+        let r = run(
+            &input("User-agent: *\nDisallow: /caf%C3%A9\n", "Googlebot", "/café/menu\n/plain"),
+            &[],
+            None,
+            &[],
+            robotsgate_crawlers::Catalogue::builtin(),
+        )
+        .unwrap();
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(r.notes[0].contains("`/caf%C3%A9/menu`"), "{}", r.notes[0]);
     }
 
     #[test]

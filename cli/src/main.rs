@@ -58,7 +58,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = robotsgate_shell::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(&args),
         Command::Batch => batch::run(std::io::stdin().lock(), &mut std::io::stdout().lock()),

@@ -337,4 +337,9 @@ fn completions_and_man_pages() {
     }
     let help = String::from_utf8_lossy(&robots(&["--help"], b"").stdout).into_owned();
     assert!(help.contains("EXIT STATUS:") && help.contains("2  the command could not run"), "{help}");
+    // And every subcommand's --help.
+    for sub in ["check", "explain", "lint", "diff", "batch"] {
+        let help = String::from_utf8_lossy(&robots(&[sub, "--help"], b"").stdout).into_owned();
+        assert!(help.contains("EXIT STATUS:"), "{sub} --help: {help}");
+    }
 }

@@ -201,7 +201,7 @@ fn log_format(
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = robotsgate_shell::parse();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {

@@ -62,6 +62,12 @@ fn completions_and_man_pages() {
     let ingest = std::fs::read_to_string(dir.join("robots-monitor-ingest.1")).unwrap();
     assert!(ingest.contains("\\-\\-site") && ingest.contains("\\-\\-format"), "{ingest}");
     assert!(ingest.contains("EXIT STATUS"), "{ingest}");
+    let help = Command::new(env!("CARGO_BIN_EXE_robots-monitor")).args(["ingest", "--help"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("EXIT STATUS:"),
+        "{}",
+        String::from_utf8_lossy(&help.stdout)
+    );
 }
 
 /// The alert rules shipped in deploy/prometheus pass promtool's check and

@@ -173,7 +173,7 @@ fn exit_when_drained() {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli: Cli = robotsgate_shell::parse();
     if let Err(e) = run(cli) {
         eprintln!("robots-proxy: {e:#}");
         std::process::exit(2);

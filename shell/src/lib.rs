@@ -60,10 +60,26 @@ pub fn completions(mut cmd: clap::Command, shell: Shell, out: &mut dyn Write) {
     clap_complete::generate(shell, &mut cmd, name, out);
 }
 
+/// `cmd` with its EXIT STATUS (its `after_help`) on every subcommand that
+/// has none of its own, so that `robots check --help` and its man page say
+/// what `robots --help` says.
+pub fn with_exit_status(cmd: clap::Command) -> clap::Command {
+    let Some(exit) = cmd.get_after_help().cloned() else { return cmd };
+    cmd.mut_subcommands(|sub| if sub.get_after_help().is_none() { sub.after_help(exit.clone()) } else { sub })
+}
+
+/// The process's arguments as `T`, every subcommand's `--help` with the
+/// EXIT STATUS ([`with_exit_status`]); on a bad argument, clap's message
+/// and exit status 2.
+pub fn parse<T: clap::Parser>() -> T {
+    let matches = with_exit_status(T::command()).get_matches();
+    T::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 /// `cmd`'s man pages (roff, section 1): its own, then one per
 /// subcommand (`robots-check.1`), each with its options. File name first.
 pub fn man_pages(cmd: clap::Command) -> std::io::Result<Vec<(String, Vec<u8>)>> {
-    let cmd = cmd.disable_help_subcommand(true);
+    let cmd = with_exit_status(cmd).disable_help_subcommand(true);
     let name = cmd.get_name().to_string();
     let mut pages = Vec::new();
     let mut page = Vec::new();
@@ -72,12 +88,7 @@ pub fn man_pages(cmd: clap::Command) -> std::io::Result<Vec<(String, Vec<u8>)>> 
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let full = format!("{name}-{}", sub.get_name());
         let mut page = Vec::new();
-        // The command's EXIT STATUS (its `after_help`) on every page.
-        let sub = match (sub.get_after_help(), cmd.get_after_help()) {
-            (None, Some(exit)) => sub.clone().after_help(exit.clone()),
-            _ => sub.clone(),
-        };
-        clap_mangen::Man::new(sub.name(full.clone())).render(&mut page)?;
+        clap_mangen::Man::new(sub.clone().name(full.clone())).render(&mut page)?;
         pages.push((format!("{full}.1"), page));
     }
     Ok(pages)

@@ -62,10 +62,12 @@ fn y(allow: bool) -> &'static str {
 }
 
 /// The preference lines of the file's `*` group: where crawlers without a
-/// group of their own read them.
-fn in_star<'p>(robots: &Robots, prefs: &'p Preferences) -> (Vec<&'p Signal>, Vec<&'p Usage>) {
+/// group of their own read them; with `bare`, the lines outside any group
+/// too (before the first `User-agent`, as a CDN may prepend them), which a
+/// reader may take as said to everyone.
+fn in_star<'p>(robots: &Robots, prefs: &'p Preferences, bare: bool) -> (Vec<&'p Signal>, Vec<&'p Usage>) {
     let star = robots.crawler("*").group().map(|g| g.lines.to_vec()).unwrap_or_default();
-    let mine = |g: Option<u32>| g.is_some_and(|g| star.contains(&g));
+    let mine = |g: Option<u32>| g.map_or(bare, |g| star.contains(&g));
     (prefs.signals.iter().filter(|s| mine(s.group)).collect(), prefs.usages.iter().filter(|u| mine(u.group)).collect())
 }
 
@@ -148,7 +150,7 @@ impl AiPolicy {
         // without a group of their own read them. Appending a `*` group with
         // no rules changes no verdict: Google merges it with the file's `*`
         // group, or, with none, an empty `*` group allows what no group did.
-        let (signals, usages) = in_star(&robots, &prefs);
+        let (signals, usages) = in_star(&robots, &prefs, false);
         let mut lines = Vec::new();
         if signals.is_empty() {
             lines.push(self.signal_line());
@@ -183,7 +185,7 @@ impl AiPolicy {
             .filter(|t| robots.crawler(t).is_allowed("/"))
             .map(|t| format!("{t} may crawl `/`, but the AI policy denies its purpose"))
             .collect();
-        let (signals, usages) = in_star(&robots, &prefs);
+        let (signals, usages) = in_star(&robots, &prefs, true);
         found.extend(self.stated_conflicts(&signals, &usages));
         found
     }
@@ -303,5 +305,9 @@ mod tests {
         let found = p.contradictions(&["GPTBot"], prepended);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].contains("`ai-train=yes`"), "{found:?}");
+        // A bare line before every group, as a CDN may prepend it.
+        let bare = b"Content-Signal: ai-train=yes\n\nUser-agent: *\nContent-Signal: ai-train=no\nAllow: /\n\nUser-agent: GPTBot\nDisallow: /\n";
+        let found = p.contradictions(&["GPTBot"], bare);
+        assert!(found.len() == 1 && found[0].starts_with("line 1:"), "{found:?}");
     }
 }

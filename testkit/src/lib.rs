@@ -138,7 +138,19 @@ fn serve(stream: TcpStream, routes: &Mutex<HashMap<String, Reply>>, hits: &Atomi
 /// A free port on loopback (the listener is dropped; a small race is fine
 /// for tests that start their server right away).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+    // The kernel may hand a released port out again at once: two calls in
+    // a row (a gateway's listener and its admin port) or two tests running
+    // side by side could get the same one, and then one server answers for
+    // the other. A port is handed out once per test process.
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port");
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A private CA and a server certificate it signed, as PEM files.

@@ -68,6 +68,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let old = super::read_robots(&args.old)?;
     let new = super::read_robots(&args.new)?;
     let declared = declared(args)?;
+    let as_policy = |body: &[u8]| Policy::from_fetch(&FetchOutcome::status(200).with_body(body.to_vec()));
+    let (old_policy, new_policy) = (as_policy(&old), as_policy(&new));
     let urls = match (&args.urls, &declared) {
         (Some(path), _) => read_urls(path)?,
         (None, Some(d)) => d.site.url_sets.values().flatten().map(|e| e.url().to_string()).collect(),
@@ -75,7 +77,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let agents = match (&declared, args.agents.is_empty()) {
         (Some(d), true) => d.agents.clone(),
-        (None, true) => named_agents(&[&old, &new]),
+        (None, true) => named_agents(&[&old_policy, &new_policy]),
         _ => args.agents.clone(),
     };
     let text_diff = similar::TextDiff::from_lines(&*String::from_utf8_lossy(&old), &*String::from_utf8_lossy(&new))
@@ -88,8 +90,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         print!("{text_diff}");
     }
-    let as_policy = |body: Vec<u8>| Policy::from_fetch(&FetchOutcome::status(200).with_body(body));
-    let (old, new) = (as_policy(old), as_policy(new));
+    let (old, new) = (old_policy, new_policy);
     let flipped = flips(&old, &new, &urls, &agents);
     let grid = format!("{} x {}", plural(urls.len(), "URL", "URLs"), plural(agents.len(), "crawler", "crawlers"));
     println!();
@@ -149,10 +150,10 @@ fn rule_paths(files: &[&[u8]]) -> Vec<String> {
 
 /// Every crawler a group of `files` names, then Googlebot and bingbot, who
 /// read `*` where no group names them.
-fn named_agents(files: &[&[u8]]) -> Vec<String> {
+fn named_agents(files: &[&Policy]) -> Vec<String> {
     let mut agents: Vec<String> = Vec::new();
-    for file in files {
-        for token in rules::Robots::parse(file).named_agents() {
+    for robots in files.iter().filter_map(|p| p.robots()) {
+        for token in robots.named_agents() {
             let token = String::from_utf8_lossy(token).into_owned();
             if !agents.iter().any(|a| a.eq_ignore_ascii_case(&token)) {
                 agents.push(token);

@@ -52,8 +52,7 @@ fn preferences(body: &[u8], group: &[u32], target: &[u8]) {
 
 /// Google's crawler's own reading, where it differs from the library's.
 fn crawler_reading(robots: &Robots, agent: &str, url: &str) {
-    let both = rules::reading::readings(robots, agent, url);
-    let Some(why) = rules::reading::why(agent).filter(|_| both.differ()) else { return };
+    let Some(both) = rules::reading::readings(robots, agent, url).filter(|b| b.differ()) else { return };
     let v = both.crawler;
     println!("Google's crawler reads it otherwise ({}):", rules::reading::CRAWLER);
     match v.group {
@@ -66,7 +65,7 @@ fn crawler_reading(robots: &Robots, agent: &str, url: &str) {
     }
     println!("  verdict:  {}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
     println!("  because:  {}", super::human(&v.to_string()));
-    println!("  why:      {why}");
+    println!("  why:      {}", both.why);
 }
 
 pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {

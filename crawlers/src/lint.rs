@@ -13,9 +13,10 @@ use crate::Catalogue;
 /// (token typos, usage tokens, preference conflicts), by line. What the
 /// `robots lint` command, the monitor and the console's tester report.
 pub fn all(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
+    let agents = agent_lines(body);
     let mut found = rules::lint(body);
-    operators_tokens(&mut found, &agent_lines(body), catalogue);
-    found.extend(lint(body, catalogue));
+    operators_tokens(&mut found, &agents, catalogue);
+    found.extend(lint_agents(body, &agents, catalogue));
     found.sort_by_key(|d| d.line);
     found
 }
@@ -69,8 +70,14 @@ fn operators_tokens(found: &mut [Diagnostic], agents: &[(u32, String)], catalogu
 /// assert_eq!(codes, ["unknown-crawler", "usage-token"]);
 /// ```
 pub fn lint(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
+    lint_agents(body, &agent_lines(body), catalogue)
+}
+
+/// [`lint`], with the file's `user-agent` lines read already.
+fn lint_agents(body: &[u8], agents: &[(u32, String)], catalogue: &Catalogue) -> Vec<Diagnostic> {
     let mut found = conflicts(body, catalogue);
-    for (line, value) in agent_lines(body) {
+    for (line, value) in agents {
+        let line = *line;
         // Google keeps the leading product token: letters, `-` and `_`.
         let token: String = value.chars().take_while(|c| c.is_ascii_alphabetic() || *c == '-' || *c == '_').collect();
         if token.is_empty() {

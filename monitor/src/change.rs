@@ -71,6 +71,12 @@ fn reason_class(r: &Reason) -> &'static str {
     }
 }
 
+/// The rule that decided a verdict as written (`Disallow: /private`), as
+/// the stored verdicts, the console and the tester show it.
+pub fn rule_text(v: &rules::Verdict<'_>) -> Option<String> {
+    v.rule.map(|r| format!("{}: {}", r.kind, String::from_utf8_lossy(r.written)))
+}
+
 /// The verdict of every target for every crawler under `policy`.
 pub fn verdicts(policy: &Policy, targets: &[Target], agents: &[String]) -> Vec<VerdictRow> {
     let mut out = Vec::with_capacity(targets.len() * agents.len());
@@ -82,7 +88,7 @@ pub fn verdicts(policy: &Policy, targets: &[Target], agents: &[String]) -> Vec<V
                 agent: agent.clone(),
                 allowed: v.allowed,
                 line: v.rule.map(|r| i64::from(r.line)),
-                rule: v.rule.map(|r| format!("{}: {}", r.kind, String::from_utf8_lossy(r.written))),
+                rule: rule_text(&v),
             });
         }
     }

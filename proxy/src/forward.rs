@@ -629,16 +629,7 @@ impl Front {
         let (status, keep) = match self.exchange(client, buf, reply, wait, &f, request).await {
             Ok((status, keep)) => (status, keep && !f.close),
             Err(Failure::Origin(status, why)) => {
-                tracing::warn!(site = %f.site.name, error = %why, "origin failed");
-                self.gateway.metrics.origin_failures.with_label_values(&[&f.site.name, &status.to_string()]).inc();
-                // The log names the cause and the address; public clients
-                // get neither (an internal address is no one's business).
-                let body = format!(
-                    "robots-proxy: the origin of {} {}\n",
-                    f.site.name,
-                    if status == 504 { "did not answer in time" } else { "could not be reached" }
-                );
-                let _ = client.write_all(&answer(status, body.as_bytes(), true)).await;
+                let _ = client.write_all(&self.origin_failed(&f.site, status, &why, true)).await;
                 let _ = client.flush().await;
                 (status, false)
             }
@@ -680,26 +671,11 @@ impl Front {
         loop {
             let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
             let mut resp = httparse::Response::new(&mut fields);
-            let len = match resp.parse(from_origin) {
-                Ok(httparse::Status::Complete(len)) => len,
-                Ok(httparse::Status::Partial) if from_origin.len() <= MAX_RESPONSE_HEAD => {
-                    match read_more(&mut origin, from_origin, wait).await {
-                        Ok(n) if n > 0 => continue,
-                        _ if sent_interim => return Err(Failure::Broken),
-                        Ok(_) => return Err(Failure::Origin(502, format!("{addr} sent an incomplete response head"))),
-                        Err(e) => return Err(origin_error(addr, &e)),
-                    }
-                }
-                Ok(httparse::Status::Partial) => {
-                    return Err(Failure::Origin(502, format!("{addr} sent a response head over 64 KiB")));
-                }
-                Err(e) => return Err(Failure::Origin(502, format!("{addr} sent a malformed response head: {e}"))),
+            let Some(len) = parse_head(&mut resp, from_origin, addr)? else {
+                more_head(&mut origin, from_origin, wait, addr, sent_interim).await?;
+                continue;
             };
-            let status = resp.code.unwrap_or(0);
-            if status == 101 {
-                return Err(Failure::Origin(502, format!("{addr} switched protocols unasked")));
-            }
-            let response = Response::read(&resp, f.head_only).map_err(|e| Failure::Origin(502, e))?;
+            let (status, response) = Response::judge(&resp, f.head_only, addr)?;
             let interim = (100..200).contains(&status);
             let close = !interim && (f.close || matches!(response.body, Body::UntilClose));
             let usage = if interim { None } else { f.site.content_usage.as_deref() };
@@ -797,6 +773,57 @@ impl Front {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+impl Front {
+    /// Logs and counts an origin's failure before any of its answer was
+    /// relayed, and writes the answer the client gets instead: it names the
+    /// site, never the cause or the address (an internal address is no one's
+    /// business; the log has both).
+    fn origin_failed(&self, site: &FrontedSite, status: u16, why: &str, close: bool) -> Vec<u8> {
+        tracing::warn!(site = %site.name, error = %why, "origin failed");
+        self.gateway.metrics.origin_failures.with_label_values(&[&site.name, &status.to_string()]).inc();
+        let body = format!(
+            "robots-proxy: the origin of {} {}\n",
+            site.name,
+            if status == 504 { "did not answer in time" } else { "could not be reached" }
+        );
+        answer(status, body.as_bytes(), close)
+    }
+}
+
+/// One look at what the origin sent so far: the response head's length
+/// once it is complete, `None` while more may come, or the failure of a
+/// head past 64 KiB or malformed.
+fn parse_head<'b>(
+    resp: &mut httparse::Response<'_, 'b>,
+    from_origin: &'b [u8],
+    addr: std::net::SocketAddr,
+) -> Result<Option<usize>, Failure> {
+    match resp.parse(from_origin) {
+        Ok(httparse::Status::Complete(len)) => Ok(Some(len)),
+        Ok(httparse::Status::Partial) if from_origin.len() <= MAX_RESPONSE_HEAD => Ok(None),
+        Ok(httparse::Status::Partial) => Err(Failure::Origin(502, format!("{addr} sent a response head over 64 KiB"))),
+        Err(e) => Err(Failure::Origin(502, format!("{addr} sent a malformed response head: {e}"))),
+    }
+}
+
+/// Reads more of an incomplete response head. An origin that stops
+/// before the head is whole fails with 502 (504 if it went silent), or
+/// breaks the exchange once an interim response went to the client.
+async fn more_head(
+    origin: &mut TcpStream,
+    from_origin: &mut BytesMut,
+    wait: &mut Wait<'_>,
+    addr: std::net::SocketAddr,
+    after_interim: bool,
+) -> Result<(), Failure> {
+    match read_more(origin, from_origin, wait).await {
+        Ok(n) if n > 0 => Ok(()),
+        _ if after_interim => Err(Failure::Broken),
+        Ok(_) => Err(Failure::Origin(502, format!("{addr} sent an incomplete response head"))),
+        Err(e) => Err(origin_error(addr, &e)),
     }
 }
 
@@ -921,6 +948,20 @@ struct Response {
 }
 
 impl Response {
+    /// A complete response head's status and framing; a 101 nobody asked
+    /// for, or framing that cannot be read, is the origin's failure.
+    fn judge(
+        resp: &httparse::Response<'_, '_>,
+        head_only: bool,
+        addr: std::net::SocketAddr,
+    ) -> Result<(u16, Response), Failure> {
+        let status = resp.code.unwrap_or(0);
+        if status == 101 {
+            return Err(Failure::Origin(502, format!("{addr} switched protocols unasked")));
+        }
+        Ok((status, Response::read(resp, head_only).map_err(|e| Failure::Origin(502, e))?))
+    }
+
     fn read(resp: &httparse::Response<'_, '_>, head_only: bool) -> Result<Response, String> {
         let status = resp.code.unwrap_or(0);
         let mut keep_alive = resp.version == Some(1);

@@ -21,12 +21,14 @@ pub const CRAWLER: &str = "Google's crawlers as Google documents them (Googlebot
                            Googlebot's group; AdsBot-Google and Mediapartners-Google ignore `*`)";
 
 /// One crawler's verdict on one URL under both readings.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Readings<'r> {
     /// As Google's open-source library answers.
     pub library: Verdict<'r>,
     /// As Google's crawler with that token obeys the file.
     pub crawler: Verdict<'r>,
+    /// Why the two may differ for this crawler ([`why`]).
+    pub why: String,
 }
 
 impl Readings<'_> {
@@ -39,9 +41,12 @@ impl Readings<'_> {
     }
 }
 
-/// Both readings of `robots` for `agent` fetching `url`.
-pub fn readings<'r>(robots: &'r Robots, agent: &str, url: &str) -> Readings<'r> {
-    Readings { library: robots.check(agent, url), crawler: robots.crawler(agent).check(url) }
+/// Both readings of `robots` for `agent` fetching `url`; `None` for a
+/// crawler that reads every file as the library does (nearly all), which
+/// costs no check.
+pub fn readings<'r>(robots: &'r Robots, agent: &str, url: &str) -> Option<Readings<'r>> {
+    let why = why(agent)?;
+    Some(Readings { library: robots.check(agent, url), crawler: robots.crawler(agent).check(url), why })
 }
 
 /// One sentence on why Google's crawler `agent` reads a file unlike the
@@ -75,15 +80,16 @@ mod tests {
     #[test]
     fn the_readings_differ_exactly_where_google_documents_it() {
         let robots = Robots::parse(FILE);
-        let image = readings(&robots, "Googlebot-Image", "https://shop.example/about");
+        let image = readings(&robots, "Googlebot-Image", "https://shop.example/about").unwrap();
         assert!(!image.library.allowed && image.crawler.allowed && image.differ());
-        let ads = readings(&robots, "AdsBot-Google", "https://shop.example/about");
+        assert!(image.why.contains("Googlebot's group"), "{}", image.why);
+        let ads = readings(&robots, "AdsBot-Google", "https://shop.example/about").unwrap();
         assert!(!ads.library.allowed && ads.crawler.allowed && ads.crawler.group.is_none() && ads.differ());
-        let google = readings(&robots, "Googlebot", "https://shop.example/private/x");
-        assert!(!google.differ());
+        // Crawlers that choose as the library does have one reading.
+        assert!(readings(&robots, "Googlebot", "https://shop.example/private/x").is_none());
+        assert!(readings(&robots, "bingbot", "/x").is_none());
         // Same verdict, same group: one reading is enough.
         let named = Robots::parse(b"User-agent: Googlebot-Image\nDisallow: /i\n");
-        assert!(!readings(&named, "Googlebot-Image", "/i/x").differ());
-        assert!(!readings(&robots, "bingbot", "/x").differ());
+        assert!(!readings(&named, "Googlebot-Image", "/i/x").unwrap().differ());
     }
 }

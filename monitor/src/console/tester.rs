@@ -369,18 +369,17 @@ pub fn run(
     for Saved { url, expect } in &urls {
         for agent in &agents {
             let v = policy.verdict(agent, url);
-            let library = policy.robots().and_then(|robots| {
-                let both = rules::reading::readings(robots, agent, url);
-                let why = rules::reading::why(agent).filter(|_| both.differ())?;
-                let l = both.library;
-                Some(Library {
-                    allowed: l.allowed,
-                    group: group_label(&l),
-                    line: l.rule.map(|r| r.line),
-                    rule: rule_label(&l),
-                    why,
-                })
-            });
+            let library = policy
+                .robots()
+                .and_then(|robots| rules::reading::readings(robots, agent, url))
+                .filter(|both| both.differ())
+                .map(|both| Library {
+                    allowed: both.library.allowed,
+                    group: group_label(&both.library),
+                    line: both.library.rule.map(|r| r.line),
+                    rule: crate::change::rule_text(&both.library),
+                    why: both.why,
+                });
             let pinned = expect.as_ref().and_then(|p| p.of(agent, catalogue)).map(|e| e.kept_by(true));
             rows.push(Row {
                 url: url.clone(),
@@ -389,7 +388,7 @@ pub fn run(
                 allowed: v.allowed,
                 group: group_label(&v),
                 line: v.rule.map(|r| r.line),
-                rule: rule_label(&v),
+                rule: crate::change::rule_text(&v),
                 expect: pinned,
                 broken: pinned.is_some_and(|e| e != v.allowed),
                 library,
@@ -445,11 +444,6 @@ fn group_label(v: &rules::Verdict<'_>) -> String {
         Some(g) if g.global => format!("* (line {})", lines(g.lines)),
         Some(g) => format!("line {}", lines(g.lines)),
     }
-}
-
-/// The deciding rule as written (`Disallow: /private`).
-fn rule_label(v: &rules::Verdict<'_>) -> Option<String> {
-    v.rule.map(|r| format!("{}: {}", r.kind, String::from_utf8_lossy(r.written)))
 }
 
 fn lines(lines: &[u32]) -> String {

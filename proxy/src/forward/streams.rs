@@ -31,8 +31,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::{
-    Answers, CHUNK, Conn, Failure, Forward, Front, KEEPALIVE, MAX_FIELDS, MAX_HEAD, MAX_RESPONSE_HEAD, Plan, Response,
-    Wait, answer, origin_error, push_field, read_more, status_of,
+    Answers, CHUNK, Conn, Failure, Forward, Front, KEEPALIVE, MAX_FIELDS, MAX_HEAD, Plan, Response, Wait, answer,
+    more_head, parse_head, push_field, read_more, status_of,
 };
 use crate::framing::{Body, content_length};
 use crate::metrics::Path;
@@ -254,14 +254,7 @@ impl Front {
         let status = match self.exchange_h2(&f, upload, body, &mut respond, &mut wait).await {
             Ok(status) => status,
             Err(Failure::Origin(status, why)) => {
-                tracing::warn!(site = %f.site.name, error = %why, "origin failed");
-                self.gateway.metrics.origin_failures.with_label_values(&[&f.site.name, &status.to_string()]).inc();
-                let body = format!(
-                    "robots-proxy: the origin of {} {}\n",
-                    f.site.name,
-                    if status == 504 { "did not answer in time" } else { "could not be reached" }
-                );
-                send_answer(&mut respond, &answer(status, body.as_bytes(), false))
+                send_answer(&mut respond, &self.origin_failed(&f.site, status, &why, false))
             }
             Err(Failure::Stalled) => {
                 send_answer(&mut respond, &answer(408, b"robots-proxy: request body stalled\n", false))
@@ -304,26 +297,11 @@ impl Front {
         loop {
             let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
             let mut resp = httparse::Response::new(&mut fields);
-            let len = match resp.parse(&from_origin) {
-                Ok(httparse::Status::Complete(len)) => len,
-                Ok(httparse::Status::Partial) if from_origin.len() <= MAX_RESPONSE_HEAD => {
-                    match read_more(&mut origin, &mut from_origin, wait).await {
-                        Ok(n) if n > 0 => continue,
-                        _ if interim => return Err(Failure::Broken),
-                        Ok(_) => return Err(Failure::Origin(502, format!("{addr} sent an incomplete response head"))),
-                        Err(e) => return Err(origin_error(addr, &e)),
-                    }
-                }
-                Ok(httparse::Status::Partial) => {
-                    return Err(Failure::Origin(502, format!("{addr} sent a response head over 64 KiB")));
-                }
-                Err(e) => return Err(Failure::Origin(502, format!("{addr} sent a malformed response head: {e}"))),
+            let Some(len) = parse_head(&mut resp, &from_origin, addr)? else {
+                more_head(&mut origin, &mut from_origin, wait, addr, interim).await?;
+                continue;
             };
-            let status = resp.code.unwrap_or(0);
-            if status == 101 {
-                return Err(Failure::Origin(502, format!("{addr} switched protocols unasked")));
-            }
-            let response = Response::read(&resp, f.head_only).map_err(|e| Failure::Origin(502, e))?;
+            let (status, response) = Response::judge(&resp, f.head_only, addr)?;
             let is_interim = (100..200).contains(&status);
             let usage = if is_interim { None } else { f.site.content_usage.as_deref() };
             let head = response.head_h2(&resp, usage).map_err(|e| Failure::Origin(502, format!("{addr}: {e}")))?;

@@ -587,28 +587,23 @@ fn what_a_person_sees_in_chromium() {
     });
 }
 
+/// The config of one site, `shop`, never polled, its console on `host` and
+/// a free port: the config's path and the port.
+fn unpolled(name: &str, host: &str) -> (std::path::PathBuf, u16) {
+    let port = free_port();
+    let yaml = format!(
+        "database: history.db\nconsole: {{ listen: \"{host}:{port}\" }}\nsites:\n  - name: shop\n    url: http://127.0.0.1:9/robots.txt\n"
+    );
+    (write_config(&temp_dir(name), &yaml), port)
+}
+
 /// A site the console serves before any poll says why its tables are empty
 /// and what to run; an error page has one way back to `/`, not two.
 #[test]
 fn a_site_never_polled_says_what_to_run() {
-    let dir = temp_dir("console-never-polled");
-    let port = free_port();
-    let yaml = format!(
-        "database: history.db\nconsole: {{ listen: \"127.0.0.1:{port}\" }}\nsites:\n  - name: shop\n    url: http://127.0.0.1:9/robots.txt\n"
-    );
-    let cfg = write_config(&dir, &yaml);
-    let _serve = Proc(
-        Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
-            .arg("--config")
-            .arg(&cfg)
-            .arg("serve")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start robots-monitor serve"),
-    );
+    let (cfg, port) = unpolled("console-never-polled", "127.0.0.1");
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    assert!(wait_listening(addr, 20), "console did not start");
+    let _serve = serve(&cfg, addr, None);
     let page = request(addr, "GET", "127.0.0.1", "/sites/shop", &[]).expect("site page").text();
     assert!(page.contains("id=\"never-polled\"") && page.contains("robots-monitor once"), "{page}");
     // An empty tester form is told what to give.
@@ -629,12 +624,9 @@ fn a_site_never_polled_says_what_to_run() {
 /// cookie the sign-in form sets); `/metrics` and `/login` stay open.
 #[test]
 fn a_console_others_can_reach_asks_for_its_token() {
-    let dir = temp_dir("console-access");
-    let port = free_port();
-    let yaml = format!(
-        "database: history.db\nconsole: {{ listen: \"0.0.0.0:{port}\" }}\nsites:\n  - name: shop\n    url: http://127.0.0.1:9/robots.txt\n"
-    );
-    let cfg = write_config(&dir, &yaml);
+    let (cfg, port) = unpolled("console-access", "0.0.0.0");
+    // Its own listen address (not `serve --listen`), and only the token
+    // given here.
     let serve = |token: Option<&str>| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_robots-monitor"));
         command

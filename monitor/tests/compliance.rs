@@ -169,6 +169,34 @@ fn run(db: Db) {
     // No verification configured: said, not "0 verified".
     assert!(text.contains("[identity: 2 not checked]"), "{text}");
     assert!(text.contains("violation of revision") && text.contains("/news/a"), "{text}");
+    // What decided, with no magic 0s: bingbot's violations by revision 2's
+    // line, GPTBot's grace by what revision 1 allowed, each with its first
+    // and last request.
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let v = &of("bingbot")["violated"][0];
+    assert_eq!((v["by"].as_str(), v["status"].is_null()), (Some("line"), true), "{v}");
+    assert!(v["revision"].as_i64().is_some_and(|r| r > 0) && v["line"].as_i64().is_some_and(|l| l > 0), "{v}");
+    assert!(v["rule"].as_str().is_some_and(|r| r.starts_with("Disallow: /admin")), "{v}");
+    let (first, last) = (v["first_at"].as_i64().unwrap(), v["last_at"].as_i64().unwrap());
+    assert!(first <= last && now_ms - first < 600_000, "{v}");
+    let grace = of("GPTBot")["in_grace"].clone();
+    assert_eq!(grace.as_array().map(Vec::len), Some(1), "{grace}");
+    assert_eq!((grace[0]["requests"].as_i64(), grace[0]["samples"][0].as_str()), (Some(1), Some("/news/b")), "{grace}");
+    assert_eq!(grace[0]["status"], serde_json::Value::Null, "{grace}");
+    assert!(grace[0]["revision"].as_i64().is_some_and(|r| r > 0), "what allowed it: {grace}");
+    assert!(text.contains("in grace (a file it could still hold allowed it): revision"), "{text}");
+    assert!(text.contains("e.g. /news/b"), "{text}");
+    // A crawler robotsgate does not know is refused, not answered "none
+    // recorded": a slip gets the nearest token; any case reads.
+    let out = monitor(&cfg, &["compliance", "shop", "--crawler", "GPTBott"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--crawler `GPTBott` is no crawler robotsgate knows; did you mean `GPTBot`?"), "{err}");
+    let out = monitor(&cfg, &["compliance", "shop", "--crawler", "NoSuchBot"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`crawlers:`"));
+    let out = monitor(&cfg, &["compliance", "shop", "--crawler", "gptbot"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("GPTBot (OpenAI, ai-training): 1 request,"));
 
     // The console: the Compliance pages and their JSON, held to the
     // OpenAPI document.
@@ -467,6 +495,20 @@ fn console(cfg: &Path, in_chromium: bool) {
         assert_eq!((a.status, a.content_type.as_str()), (want, "application/problem+json"), "{target}");
         doc.check("GET", template, &a);
     }
+    let typo = openapi::send(addr, "GET", "/api/compliance/shop?crawler=Gooogle-bot", &[], b"");
+    assert_eq!(typo.status, 400);
+    doc.check("GET", "/api/compliance/{site}", &typo);
+    assert!(
+        typo.json()["detail"].as_str().is_some_and(|d| d.contains("did you mean `Googlebot`?")),
+        "{:?}",
+        typo.json()
+    );
+    let gptbot = openapi::send(addr, "GET", "/api/compliance/shop?crawler=gptbot", &[], b"");
+    doc.check("GET", "/api/compliance/{site}", &gptbot);
+    assert_eq!(gptbot.json()["crawlers"][0]["in_grace"][0]["by"], "revision", "{:?}", gptbot.json());
+    let page = openapi::send(addr, "GET", "/sites/shop/compliance?crawler=GPTBot", &[], b"");
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(html.contains("id=\"grace\"") && html.contains("/news/b") && html.contains("by no rule"), "{html}");
     let page = openapi::send(addr, "GET", "/sites/shop/compliance?crawler=Googlebot", &[], b"");
     let html = String::from_utf8_lossy(&page.body);
     assert!(html.contains("<svg") && html.contains("Disallow: /news") && html.contains("/news/a"), "{html}");
@@ -499,6 +541,13 @@ fn console(cfg: &Path, in_chromium: bool) {
         c.wait().for_element(fantoccini::Locator::Id("violated")).await.expect("the drill-down");
         let violated = c.find(fantoccini::Locator::Id("violated")).await.unwrap().text().await.unwrap();
         assert!(violated.contains("line 3") && violated.contains("Disallow: /news"), "{violated}");
+        // Grace has its rows too: what allowed it, when, and the URLs.
+        c.goto(&format!("http://{addr}/sites/shop/compliance?crawler=GPTBot")).await.unwrap();
+        c.wait().for_element(fantoccini::Locator::Id("grace")).await.expect("the grace rows");
+        let grace = c.find(fantoccini::Locator::Id("grace")).await.unwrap().text().await.unwrap();
+        assert!(grace.contains("by no rule") && grace.contains("/news/b") && grace.contains("Z"), "{grace}");
+        c.find(fantoccini::Locator::LinkText("Googlebot")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(fantoccini::Locator::Id("violated")).await.expect("back to Googlebot");
         // The chart's last date is drawn whole, and on a phone's width the
         // page does not scroll sideways (the chart shrinks, tables scroll
         // inside themselves).

@@ -70,7 +70,7 @@ impl Hold {
 
     /// The `/status` form.
     pub fn json(&self) -> serde_json::Value {
-        let secs = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let ms = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         let breaks: Vec<_> = self
             .breaches
             .iter()
@@ -89,7 +89,7 @@ impl Hold {
         serde_json::json!({
             "outcome": self.key,
             "status": self.status,
-            "since": secs(self.since),
+            "since": ms(self.since),
             "summary": self.summary(),
             "breaks": breaks,
         })

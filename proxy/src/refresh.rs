@@ -239,7 +239,7 @@ impl Refresher {
         let mut health = Health {
             last_status: outcome.status,
             last_error: outcome.error.map(|e| e.to_string()),
-            last_fetch: now.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_secs()),
+            last_fetch: now.duration_since(SystemTime::UNIX_EPOCH).ok().map(|d| d.as_millis() as u64),
             ..Health::clone(&self.store.health(&site.name))
         };
         // One parse compiles the file and lints it: the findings both

@@ -94,7 +94,8 @@ pub struct Health {
     pub last_status: Option<u16>,
     /// Transport error of the last origin fetch.
     pub last_error: Option<String>,
-    /// When the origin was last fetched (Unix seconds).
+    /// When the origin was last fetched (Unix ms, as every time robotsgate's
+    /// JSON gives).
     pub last_fetch: Option<u64>,
     /// Lint findings of the current good copy: errors, warnings.
     pub lint: (usize, usize),

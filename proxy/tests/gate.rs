@@ -101,7 +101,11 @@ fn a_deploy_of_disallow_all_is_held_until_released(fast: bool) {
     let summary = held["summary"].as_str().unwrap_or_default();
     assert!(summary.starts_with("it disallows / for "), "{site}");
     assert!(summary.contains("(line 3: Disallow: /)"), "the deciding line of the new file: {summary}");
-    assert!(held["since"].as_u64().is_some_and(|s| s > 0), "{held}");
+    // Unix ms, as every time robotsgate's JSON gives, within a minute of now.
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    for at in [held["since"].as_u64(), site["last_fetch"].as_u64()] {
+        assert!(at.is_some_and(|at| at <= now_ms && now_ms - at < 60_000), "{site}");
+    }
     assert!(held["breaks"].as_array().is_some_and(|b| b.iter().any(|b| b["crawler"] == "Googlebot")), "{held}");
     assert_eq!(held_metric(&g).as_deref(), Some("robotsgate_robots_held{site=\"shop\"} 1"));
     // Stays held over several refreshes; everything else still passes.

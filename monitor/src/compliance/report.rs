@@ -38,23 +38,50 @@ pub struct CrawlerLine {
     pub read_status: Option<i64>,
     /// How many revisions the site served after the one it holds.
     pub behind: Option<i64>,
-    /// The violations' deciding rules: (revision, line, status, requests, samples).
-    pub violated: Vec<Violated>,
+    /// Its violations, by what decided them.
+    pub violated: Vec<Decided>,
+    /// Its requests in grace, by what allowed them: the file it could still
+    /// hold (inside its cache window, with no newer fetch seen) that the
+    /// current one no longer allows.
+    pub in_grace: Vec<Decided>,
 }
 
-/// Violations of one deciding rule.
+/// What decided a request: the ledger's (revision, line, status) read as
+/// one word, so that no reader has to know that 0 means "none".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecidedBy {
+    /// A line of a revision.
+    #[default]
+    Line,
+    /// A revision, by no line of it: nothing in it matched.
+    Revision,
+    /// An answer with no body: a 404 (allow all), a 5xx or 429
+    /// (disallow all).
+    Status,
+    /// No answer at all (unreachable): read as disallow all.
+    Unreachable,
+}
+
+/// Requests of one crawler, with one identity answer, decided alike.
 #[derive(Clone, Debug, Default, Serialize, utoipa::ToSchema)]
-pub struct Violated {
-    /// The revision whose line decided (0: a status did).
-    pub revision: i64,
-    /// The line (0: none).
-    pub line: i64,
-    /// The status that decided (0: none).
-    pub status: i64,
+pub struct Decided {
+    /// What decided.
+    pub by: DecidedBy,
+    /// The revision whose lines decided, when a body did.
+    pub revision: Option<i64>,
+    /// The deciding line, when one did.
+    pub line: Option<i64>,
+    /// The status that decided, when no body did.
+    pub status: Option<i64>,
     /// Identity answer.
     pub identity: String,
     /// Requests.
     pub requests: i64,
+    /// The first of them (Unix ms).
+    pub first_at: i64,
+    /// The last of them (Unix ms).
+    pub last_at: i64,
     /// Sample URLs.
     pub samples: Vec<String>,
     /// The deciding line as written, when a line decided.
@@ -62,6 +89,98 @@ pub struct Violated {
     /// Where the deciding revision came from, when it was imported history
     /// (`git:REPO@COMMIT`, `dir:FILE`, `archive:TIMESTAMP`).
     pub source: Option<String>,
+}
+
+impl Decided {
+    /// The ledger's row read as what decided it.
+    fn of(r: &ledger::Line) -> Decided {
+        let some = |n: i64| (n > 0).then_some(n);
+        let by = match (some(r.revision), some(r.line), some(r.status)) {
+            (Some(_), Some(_), _) => DecidedBy::Line,
+            (Some(_), None, _) => DecidedBy::Revision,
+            (None, _, Some(_)) => DecidedBy::Status,
+            (None, _, None) => DecidedBy::Unreachable,
+        };
+        Decided {
+            by,
+            revision: some(r.revision),
+            line: some(r.revision).and(some(r.line)),
+            status: if some(r.revision).is_some() { None } else { some(r.status) },
+            identity: r.identity.clone(),
+            requests: 0,
+            first_at: r.first_at,
+            last_at: r.last_at,
+            ..Decided::default()
+        }
+    }
+
+    /// Counts `r` into the list of what decided alike.
+    fn fold(list: &mut Vec<Decided>, r: &ledger::Line) {
+        let new = Decided::of(r);
+        let same = |d: &&mut Decided| {
+            (d.by, d.revision, d.line, d.status, d.identity.as_str())
+                == (new.by, new.revision, new.line, new.status, new.identity.as_str())
+        };
+        let d = match list.iter_mut().find(|d| same(d)) {
+            Some(d) => d,
+            None => {
+                list.push(new);
+                list.last_mut().expect("just pushed")
+            }
+        };
+        d.requests += r.requests;
+        d.first_at = d.first_at.min(r.first_at);
+        d.last_at = d.last_at.max(r.last_at);
+        for s in &r.samples {
+            if d.samples.len() < ledger::SAMPLES && !d.samples.contains(s) {
+                d.samples.push(s.clone());
+            }
+        }
+    }
+
+    /// What decided, in words: a violation's deciding rule or answer, or
+    /// what allowed a request in grace.
+    pub fn words(&self, grace: bool) -> String {
+        let (r, l, s) = (self.revision.unwrap_or(0), self.line.unwrap_or(0), self.status.unwrap_or(0));
+        match (self.by, grace) {
+            (DecidedBy::Line, _) => format!("revision {r} line {l}"),
+            (DecidedBy::Revision, false) => format!("revision {r}"),
+            (DecidedBy::Revision, true) => format!("revision {r}, by no rule"),
+            (DecidedBy::Status, false) => format!("a {s} answer (disallow all)"),
+            (DecidedBy::Status, true) => format!("a {s} answer (allow all)"),
+            (DecidedBy::Unreachable, _) => "no answer (disallow all)".to_string(),
+        }
+    }
+}
+
+/// The catalogue's token for `name`, in any case, or why it names no
+/// crawler robotsgate knows (the built-in catalogue and the config's
+/// `crawlers:`), with the nearest token where one is a likely slip: the
+/// ledger only records crawlers the catalogue names, so any other name
+/// would read as "nothing recorded" and hide the typo.
+pub fn crawler_named(m: &Monitor, name: &str) -> Result<String, String> {
+    if let Some(c) = m.catalogue().get(name) {
+        return Ok(c.token.clone());
+    }
+    // The lint's typo finder first; then, as a name typed on a command line
+    // is more often a slip than a crawler of its own, the token at most two
+    // edits away (one for short names).
+    let lower = name.to_ascii_lowercase();
+    let most = if lower.chars().count() < 6 { 1 } else { 2 };
+    let near = m.catalogue().near(name).map(|c| c.token.clone()).or_else(|| {
+        m.catalogue()
+            .crawlers()
+            .iter()
+            .map(|c| (robotsgate_crawlers::edits(&lower, &c.token.to_ascii_lowercase()), &c.token))
+            .filter(|(d, _)| *d <= most)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, t)| t.clone())
+    });
+    let hint = match near {
+        Some(token) => format!("; did you mean `{token}`?"),
+        None => " (a crawler of your own goes under the config's `crawlers:`)".to_string(),
+    };
+    Err(format!("crawler=`{name}` is no crawler robotsgate knows{hint}"))
 }
 
 /// The summary of `site` over the last `days`, for `crawler` if given.
@@ -79,34 +198,16 @@ pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) 
         line.requests += r.requests;
         match r.class.as_str() {
             "obeyed" => line.obeyed += r.requests,
-            "grace" => line.grace += r.requests,
-            "unjudged" => line.unjudged += r.requests,
-            _ => {
-                line.violations += r.requests;
-                match line.violated.iter_mut().find(|v| {
-                    (v.revision, v.line, v.status, v.identity.as_str())
-                        == (r.revision, r.line, r.status, r.identity.as_str())
-                }) {
-                    Some(v) => {
-                        v.requests += r.requests;
-                        for s in r.samples {
-                            if v.samples.len() < ledger::SAMPLES && !v.samples.contains(&s) {
-                                v.samples.push(s);
-                            }
-                        }
-                    }
-                    None => line.violated.push(Violated {
-                        revision: r.revision,
-                        line: r.line,
-                        status: r.status,
-                        identity: r.identity.clone(),
-                        requests: r.requests,
-                        samples: r.samples,
-                        rule: None,
-                        source: None,
-                    }),
-                }
+            "grace" => {
+                line.grace += r.requests;
+                Decided::fold(&mut line.in_grace, &r);
             }
+            "unjudged" => line.unjudged += r.requests,
+            "violation" => {
+                line.violations += r.requests;
+                Decided::fold(&mut line.violated, &r);
+            }
+            _ => {}
         }
         *line.identity.entry(r.identity).or_default() += r.requests;
     }
@@ -127,17 +228,16 @@ pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) 
     let mut bodies: std::collections::HashMap<i64, Vec<u8>> = std::collections::HashMap::new();
     let imported = robotsgate_history::imported::imported(m.store().pool(), site).await?;
     for line in by.values_mut() {
-        for v in &mut line.violated {
-            v.source = imported.iter().find(|i| i.revision_id == Some(v.revision)).map(|i| i.source.clone());
-            if v.revision <= 0 || v.line <= 0 {
-                continue;
+        for v in line.violated.iter_mut().chain(line.in_grace.iter_mut()) {
+            v.source =
+                v.revision.and_then(|r| imported.iter().find(|i| i.revision_id == Some(r))).map(|i| i.source.clone());
+            let (Some(revision), Some(at)) = (v.revision, v.line) else { continue };
+            if let std::collections::hash_map::Entry::Vacant(slot) = bodies.entry(revision) {
+                slot.insert(m.store().revision_body(site, revision).await?.unwrap_or_default());
             }
-            if let std::collections::hash_map::Entry::Vacant(slot) = bodies.entry(v.revision) {
-                slot.insert(m.store().revision_body(site, v.revision).await?.unwrap_or_default());
-            }
-            v.rule = bodies[&v.revision]
+            v.rule = bodies[&revision]
                 .split(|&b| b == b'\n')
-                .nth(usize::try_from(v.line - 1).unwrap_or(usize::MAX))
+                .nth(usize::try_from(at - 1).unwrap_or(usize::MAX))
                 .map(|l| String::from_utf8_lossy(l).trim_end_matches('\r').to_string());
         }
     }
@@ -229,6 +329,26 @@ fn counted(n: i64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// One violation's or grace row's line of the text report: what decided,
+/// where it came from, its identity answer, its requests from first to
+/// last, and samples.
+fn decided_words(v: &Decided, grace: bool) -> String {
+    let rule = v.rule.as_ref().map_or(String::new(), |r| format!(" (`{r}`)"));
+    let from = v.source.as_ref().map_or(String::new(), |s| format!(", imported from {s}"));
+    let span = if v.first_at == v.last_at {
+        format!("at {}", crate::console::when(Some(v.first_at)))
+    } else {
+        format!("from {} to {}", crate::console::when(Some(v.first_at)), crate::console::when(Some(v.last_at)))
+    };
+    format!(
+        "{}{rule}{from} ({}): {} {span}, e.g. {}",
+        v.words(grace),
+        v.identity,
+        counted(v.requests, "request", "requests"),
+        v.samples.join(" ")
+    )
+}
+
 /// The summary as text, one block per crawler.
 pub fn text(site: &str, lines: &[CrawlerLine], now: i64, days: i64, crawler: Option<&str>) -> String {
     use std::fmt::Write;
@@ -284,20 +404,10 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64, days: i64, crawler: Opt
             }
         }
         for v in &l.violated {
-            let rule = match (v.revision, v.line, v.status) {
-                (r, l, _) if r > 0 && l > 0 => format!("revision {r} line {l}"),
-                (r, _, _) if r > 0 => format!("revision {r}"),
-                (_, _, s) if s > 0 => format!("a {s} answer (disallow all)"),
-                _ => "no answer (disallow all)".to_string(),
-            };
-            let from = v.source.as_ref().map_or(String::new(), |s| format!(", imported from {s}"));
-            let _ = writeln!(
-                out,
-                "  violation of {rule}{from} ({}): {}, e.g. {}",
-                v.identity,
-                counted(v.requests, "request", "requests"),
-                v.samples.join(" ")
-            );
+            let _ = writeln!(out, "  violation of {}", decided_words(v, false));
+        }
+        for v in &l.in_grace {
+            let _ = writeln!(out, "  in grace (a file it could still hold allowed it): {}", decided_words(v, true));
         }
     }
     out

@@ -48,6 +48,14 @@ impl Period {
         };
         if (1..=366).contains(&days) { Ok(days) } else { Err(format!("days={days} is outside 1 to 366")) }
     }
+
+    /// The window and the crawler's catalogue token, or why either is
+    /// refused.
+    fn read(&self, m: &Monitor) -> Result<(i64, Option<String>), String> {
+        let days = self.days()?;
+        let crawler = self.crawler.as_deref().map(|c| report::crawler_named(m, c)).transpose()?;
+        Ok((days, crawler))
+    }
 }
 
 /// UTC days, today included, that a duration back from now reaches.
@@ -286,22 +294,40 @@ struct CrawlerView {
     href: String,
     identity: String,
     read: String,
-    violated: Vec<(report::Violated, Option<String>)>,
+    violated: Vec<DecidedView>,
+    in_grace: Vec<DecidedView>,
+}
+
+/// A violation's or grace row as the drill-down shows it.
+#[derive(Clone)]
+struct DecidedView {
+    row: report::Decided,
+    /// What decided, in words.
+    words: String,
+    /// The deciding revision's page.
+    href: Option<String>,
+    /// The first and last request, as times.
+    first: String,
+    last: String,
 }
 
 fn view(site: &str, l: CrawlerLine, now: i64) -> CrawlerView {
     let identity = l.identity.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
     let read = report::read_words(&l, now).unwrap_or_else(|| "no robots.txt read seen".to_string());
-    let violated = l
-        .violated
-        .iter()
-        .map(|v| {
-            let href = (v.revision > 0).then(|| format!("/sites/{}/revisions/{}", encode(site), v.revision));
-            (v.clone(), href)
-        })
-        .collect();
+    let rows = |list: &[report::Decided], grace: bool| -> Vec<DecidedView> {
+        list.iter()
+            .map(|v| DecidedView {
+                row: v.clone(),
+                words: v.words(grace),
+                href: v.revision.map(|r| format!("/sites/{}/revisions/{r}", encode(site))),
+                first: super::when(Some(v.first_at)),
+                last: super::when(Some(v.last_at)),
+            })
+            .collect()
+    };
+    let (violated, in_grace) = (rows(&l.violated, false), rows(&l.in_grace, true));
     let href = format!("/sites/{}/compliance?crawler={}", encode(site), encode(&l.crawler));
-    CrawlerView { line: l, href, identity, read, violated }
+    CrawlerView { line: l, href, identity, read, violated, in_grace }
 }
 
 fn render(t: &impl Template) -> Response {
@@ -313,11 +339,11 @@ fn render(t: &impl Template) -> Response {
 
 /// `GET /compliance`: every site.
 pub async fn overview_page(State(m): App, Query(p): Query<Period>) -> Response {
-    let days = match p.days() {
+    let (days, crawler) = match p.read(&m) {
         Ok(d) => d,
         Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
     };
-    match overview(&m, days, p.crawler.as_deref()).await {
+    match overview(&m, days, crawler.as_deref()).await {
         Ok(o) => {
             let sites = o.sites.into_iter().map(|s| {
                 let href = format!("/sites/{}/compliance?days={days}", encode(&s.site));
@@ -331,7 +357,7 @@ pub async fn overview_page(State(m): App, Query(p): Query<Period>) -> Response {
 
 /// `GET /sites/{name}/compliance`: one site, per crawler; `?crawler=` drills in.
 pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<Period>) -> Response {
-    let days = match q.days() {
+    let (days, crawler) = match q.read(&m) {
         Ok(d) => d,
         Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
     };
@@ -340,7 +366,7 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
         Err(failure) => return failure.into_response(),
     };
     // Drilled into one crawler, the chart is that crawler's.
-    let per_day = match q.crawler.as_deref() {
+    let per_day = match crawler.as_deref() {
         Some(crawler) => match report::per_day(&m, Some(&name), days, Some(crawler)).await {
             Ok(d) => d,
             Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")).into_response(),
@@ -352,7 +378,7 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
     let mut focus = None;
     for l in c.crawlers {
         let v = view(&name, l, now);
-        if q.crawler.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(&v.line.crawler)) {
+        if crawler.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(&v.line.crawler)) {
             focus = Some(v.clone());
         }
         let purpose = if v.line.purpose.is_empty() { "unknown".to_string() } else { v.line.purpose.clone() };
@@ -361,7 +387,7 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
             None => groups.push((purpose, vec![v])),
         }
     }
-    if let (Some(c), None) = (&q.crawler, &focus) {
+    if let (Some(c), None) = (&crawler, &focus) {
         return (StatusCode::NOT_FOUND, format!("no requests of `{c}` recorded on `{name}`")).into_response();
     }
     let site_href = format!("/sites/{}", encode(&name));
@@ -383,7 +409,7 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
 #[utoipa::path(get, path = "/api/compliance", tag = "compliance", operation_id = "api_compliance", params(Period),
     responses(
         (status = 200, description = "Every site's totals, and every day's counts", body = Overview),
-        (status = 400, description = "`days` outside 1 to 366", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`days` outside 1 to 366, a `since` that is no duration, or a `crawler` robotsgate does not know", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn api_overview(
@@ -394,11 +420,11 @@ pub async fn api_overview(
         Ok(Query(p)) => p,
         Err(rejection) => return refused(&rejection),
     };
-    let days = match p.days() {
+    let (days, crawler) = match p.read(&m) {
         Ok(d) => d,
         Err(why) => return super::problem::problem(StatusCode::BAD_REQUEST, why),
     };
-    match overview(&m, days, p.crawler.as_deref()).await {
+    match overview(&m, days, crawler.as_deref()).await {
         Ok(o) => Json(o).into_response(),
         Err(e) => super::problem::problem(StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")),
     }
@@ -408,7 +434,7 @@ pub async fn api_overview(
 #[utoipa::path(get, path = "/api/compliance/{site}", tag = "compliance", operation_id = "api_compliance_site", params(("site" = String, Path, description = "The site's name in the config"), Period),
     responses(
         (status = 200, description = "Per crawler: requests, violations, grace, identity answers, its last robots.txt read; and every day's counts", body = SiteCompliance),
-        (status = 400, description = "`days` outside 1 to 366", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`days` outside 1 to 366, a `since` that is no duration, or a `crawler` robotsgate does not know", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such site", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]
@@ -421,11 +447,11 @@ pub async fn api_site(
         Ok(Query(p)) => p,
         Err(rejection) => return refused(&rejection),
     };
-    let days = match p.days() {
+    let (days, crawler) = match p.read(&m) {
         Ok(d) => d,
         Err(why) => return super::problem::problem(StatusCode::BAD_REQUEST, why),
     };
-    match site_compliance(&m, &site, days, p.crawler.as_deref()).await {
+    match site_compliance(&m, &site, days, crawler.as_deref()).await {
         Ok(c) => Json(c).into_response(),
         Err((status, detail)) => super::problem::problem(status, detail),
     }

@@ -415,7 +415,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Compliance { site, crawler, since, output } => {
-            let days = monitor::console::compliance::window_days(&since).map_err(anyhow::Error::msg)?;
+            let days = monitor::console::compliance::window_days("--since", &since).map_err(anyhow::Error::msg)?;
             let crawler = crawler
                 .map(|c| monitor::compliance::report::crawler_named(&m, &c))
                 .transpose()

@@ -148,7 +148,7 @@ fn every_answer_matches_the_openapi_document() {
         |target: &str| send(addr, "GET", target, &[], b"").json()["detail"].as_str().unwrap_or_default().to_string();
     assert!(detail("/api/compliance/shop?sinse=7d").contains("unknown field `sinse`"), "names the parameter");
     assert!(detail("/api/compliance?days=abc").contains("days"), "{}", detail("/api/compliance?days=abc"));
-    assert!(detail("/api/compliance?since=yesterday").contains("give a duration such as 7d"));
+    assert!(detail("/api/compliance?since=yesterday").contains("since `yesterday` is no duration"));
     assert!(!detail("/api/compliance?days=abc").contains("Failed to deserialize"));
     // Paths and methods no route serves are problems too.
     for (method, target, want) in

@@ -1000,7 +1000,7 @@ fn history_from_git_in_either_order() {
 
     // The report and `history` say where the imported revision came from.
     let report = String::from_utf8(monitor(&cfg_a, &["compliance", "shop"]).stdout).unwrap();
-    assert!(report.contains(&format!("line 2, imported from git:{}@", repo.display())), "{report}");
+    assert!(report.contains(&format!("line 2 (`Disallow: /c`), imported from git:{}@", repo.display())), "{report}");
     let history = String::from_utf8(monitor(&cfg_a, &["history", "shop"]).stdout).unwrap();
     assert_eq!(history.matches(" imported rev ").count(), 5, "{history}");
     // The console's timeline shows them, with their source, after the monitor's own.
@@ -1091,17 +1091,26 @@ fn imported_logs_are_verified_without_a_gateway() {
     assert!(text.contains("[identity: 1 spoofed, 1 verified]"), "{text}");
     // One is one: "1 violation", "1 request".
     assert!(text.contains("2 requests, 1 obeyed, 0 in grace, 1 violation [identity"), "{text}");
-    assert!(text.contains("(verified): 1 request, e.g. /news/a"), "{text}");
+    assert!(text.contains("(verified): 1 request at ") && text.contains("Z, e.g. /news/a"), "{text}");
     // The window is said, in the console's forms; a crawler with nothing
     // recorded is told apart from an empty ledger.
     assert!(text.contains("shop: what crawlers did in the last 30 UTC days, today included"), "{text}");
     let today = String::from_utf8_lossy(&monitor(&cfg, &["compliance", "shop", "--since", "12h"]).stdout).into_owned();
     assert!(today.contains("what crawlers did today (UTC)") && today.contains("1 violation"), "{today}");
-    let none = monitor(&cfg, &["compliance", "shop", "--crawler", "NoSuchBot"]);
-    assert!(String::from_utf8_lossy(&none.stdout).contains("no requests of `NoSuchBot` recorded on shop"));
+    let none = monitor(&cfg, &["compliance", "shop", "--crawler", "PetalBot"]);
+    assert!(String::from_utf8_lossy(&none.stdout).contains("no requests of `PetalBot` recorded on shop"));
+    let unknown = monitor(&cfg, &["compliance", "shop", "--crawler", "NoSuchBot"]);
+    assert_eq!(unknown.status.code(), Some(2), "a name robotsgate does not know is refused");
     let bad = monitor(&cfg, &["compliance", "shop", "--since", "yesterday"]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("give a duration such as 7d or 12h"));
+    let said = String::from_utf8_lossy(&bad.stderr).into_owned();
+    assert!(
+        said.contains("--since `yesterday` is no duration: it is not a number and a unit; give one such as 7d or 12h"),
+        "{said}"
+    );
+    assert!(!said.contains("at 0"), "the parser's offset is not for people: {said}");
+    let bad = monitor(&cfg, &["compliance", "shop", "--since", "7x"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("`x` is not a unit"));
     // An output format that is not one is refused, not answered in text.
     for format in ["xml", "JSON"] {
         let out = monitor(&cfg, &["compliance", "shop", "--output", format]);

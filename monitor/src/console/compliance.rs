@@ -43,7 +43,7 @@ impl Period {
         let days = match (self.days, self.since.as_deref()) {
             (Some(_), Some(_)) => return Err("give `days` or `since`, not both".into()),
             (Some(d), None) => d,
-            (None, Some(since)) => window_days(since)?,
+            (None, Some(since)) => window_days("since", since)?,
             (None, None) => 30,
         };
         if (1..=366).contains(&days) { Ok(days) } else { Err(format!("days={days} is outside 1 to 366")) }
@@ -59,9 +59,20 @@ impl Period {
 }
 
 /// UTC days, today included, that a duration back from now reaches.
-pub fn window_days(since: &str) -> Result<i64, String> {
-    let d = humantime::parse_duration(since)
-        .map_err(|e| format!("since={since}: {e}; give a duration such as 7d or 12h"))?;
+/// The refusal names `since` as the caller spells it (`since` on the API,
+/// `--since` on the CLI) by `name`, and says what is wrong in words
+/// rather than the parser's offsets.
+pub fn window_days(name: &str, since: &str) -> Result<i64, String> {
+    let d = humantime::parse_duration(since).map_err(|e| {
+        use humantime::DurationError as E;
+        let why = match e {
+            E::Empty => "it is empty".to_string(),
+            E::NumberExpected(_) | E::InvalidCharacter(_) => "it is not a number and a unit".to_string(),
+            E::UnknownUnit { unit, .. } => format!("`{unit}` is not a unit (s, m, h, d, w)"),
+            E::NumberOverflow => "it is too long".to_string(),
+        };
+        format!("{name} `{since}` is no duration: {why}; give one such as 7d or 12h")
+    })?;
     Ok(i64::try_from(d.as_secs().div_ceil(86_400)).unwrap_or(i64::MAX).max(1))
 }
 

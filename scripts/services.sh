@@ -2,7 +2,8 @@
 # Installs and starts the servers the integration tests use: PostgreSQL
 # (a cluster started with pg_ctlcluster, plus a role and a database), the
 # aiosmtpd SMTP server, nginx and Apache (tests start their own on loopback;
-# they write the real access logs the compliance import reads). Exports
+# they write the real access logs the compliance import reads; apache2-utils
+# gives the htpasswd that writes the console's readers file). Exports
 # ROBOTSGATE_TEST_POSTGRES_URL for the tests. Safe to run again.
 # Meant to be sourced by scripts/test.sh.
 set -euo pipefail
@@ -11,7 +12,7 @@ sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 
 need=()
-for p in postgresql python3-aiosmtpd nginx-light apache2 pre-commit goaccess prometheus wrk; do
+for p in postgresql python3-aiosmtpd nginx-light apache2 apache2-utils pre-commit goaccess prometheus wrk; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if ((${#need[@]})); then

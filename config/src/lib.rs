@@ -701,11 +701,17 @@ pub struct Console {
     /// and sample URLs.
     #[serde(default)]
     pub public: bool,
+    /// An htpasswd file of readers who sign in with a name and a password
+    /// (HTTP basic auth), one `name:hash` a line, the hashes bcrypt, as
+    /// `htpasswd -B` writes them; relative to the config file. With it,
+    /// every page and API call asks, on any address, loopback included.
+    #[serde(default)]
+    pub htpasswd: Option<PathBuf>,
 }
 
 impl Default for Console {
     fn default() -> Console {
-        Console { listen: default_console_listen(), url: None, public: false }
+        Console { listen: default_console_listen(), url: None, public: false, htpasswd: None }
     }
 }
 
@@ -893,6 +899,9 @@ impl Config {
         }
         if let Some(ca) = config.email.as_mut().and_then(|e| e.ca_file.as_mut()) {
             anchor(ca);
+        }
+        if let Some(file) = config.console.as_mut().and_then(|c| c.htpasswd.as_mut()) {
+            anchor(file);
         }
         if let Some(dir) = config.identity.as_mut().and_then(|i| i.feeds_dir.as_mut()) {
             anchor(dir);

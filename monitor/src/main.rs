@@ -226,10 +226,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let config = Config::load_and_log(&cli.config)?;
     if let Command::CheckConfig = cli.command {
+        // The console's readers file is read as the console will read it.
+        if let Some(file) = config.console.as_ref().and_then(|c| c.htpasswd.as_deref()) {
+            let readers = monitor::console::readers::Readers::read(file).map_err(anyhow::Error::msg)?;
+            println!("{}: {}", file.display(), count(readers.len() as i64, "reader", "readers"));
+        }
         println!(
-            "{}: {} sites, database {}",
+            "{}: {}, database {}",
             cli.config.display(),
-            config.sites.len(),
+            count(config.sites.len() as i64, "site", "sites"),
             robotsgate_history::shown(config.database())
         );
         return Ok(ExitCode::SUCCESS);

@@ -685,3 +685,69 @@ fn a_console_others_can_reach_asks_for_its_token() {
     let page = openapi::send(addr, "GET", "/sites/shop", &[("Cookie", &pair)], b"");
     assert_eq!(page.status, 200, "{}", page.head);
 }
+
+/// A console with an htpasswd file (written by Apache's own `htpasswd
+/// -B`) asks every page and API call for a name and a password, on
+/// loopback too; a file hashed with a scheme it does not take is refused
+/// at start by file and line.
+#[test]
+fn an_htpasswd_file_asks_for_a_name_and_password() {
+    let port = free_port();
+    let dir = temp_dir("console-htpasswd");
+    let readers = dir.join("readers");
+    let htpasswd = |args: &[&str]| {
+        let out = Command::new("htpasswd").args(args).output().expect("htpasswd (apache2-utils; scripts/services.sh)");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    htpasswd(&["-B", "-C", "5", "-b", "-c", readers.to_str().unwrap(), "alice", "s3cret pass:word"]);
+    htpasswd(&["-B", "-C", "5", "-b", readers.to_str().unwrap(), "bob", "other"]);
+    let yaml = format!(
+        "database: history.db\nconsole: {{ listen: \"127.0.0.1:{port}\", htpasswd: readers }}\nsites:\n  - name: shop\n    url: http://127.0.0.1:9/robots.txt\n"
+    );
+    let cfg = write_config(&dir, &yaml);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let _serve = serve(&cfg, addr, None);
+    use base64::Engine as _;
+    let basic = |pair: &str| format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair));
+    for target in ["/sites/shop", "/api/sites", "/compliance"] {
+        let none = openapi::send(addr, "GET", target, &[], b"");
+        assert_eq!(none.status, 401, "{target}: {}", none.head);
+        assert!(none.head.to_ascii_lowercase().contains("www-authenticate: basic realm="), "{}", none.head);
+        for wrong in ["alice:s3cret pass", "carol:s3cret pass:word", "bob:s3cret pass:word"] {
+            let auth = basic(wrong);
+            assert_eq!(openapi::send(addr, "GET", target, &[("Authorization", &auth)], b"").status, 401, "{wrong}");
+        }
+        let auth = basic("alice:s3cret pass:word");
+        let right = openapi::send(addr, "GET", target, &[("Authorization", &auth)], b"");
+        assert_eq!(right.status, 200, "{target}: {}", right.head);
+        let auth = basic("bob:other");
+        assert_eq!(openapi::send(addr, "GET", target, &[("Authorization", &auth)], b"").status, 200);
+    }
+    let api = openapi::send(addr, "GET", "/api/sites", &[], b"");
+    assert_eq!(api.content_type, "application/problem+json", "{}", api.head);
+    assert_eq!(openapi::send(addr, "GET", "/metrics", &[], b"").status, 200, "Prometheus scrapes with no password");
+
+    let check =
+        Command::new(env!("CARGO_BIN_EXE_robots-monitor")).arg("--config").arg(&cfg).arg("check-config").output();
+    let said = String::from_utf8_lossy(&check.as_ref().unwrap().stdout).into_owned();
+    assert!(said.contains("readers: 2 readers") && said.contains(": 1 site, database"), "{said}");
+
+    // MD5 (`htpasswd -m`) is refused at start, by file and line, and by
+    // check-config.
+    htpasswd(&["-m", "-b", readers.to_str().unwrap(), "carol", "md5"]);
+    let check =
+        Command::new(env!("CARGO_BIN_EXE_robots-monitor")).arg("--config").arg(&cfg).arg("check-config").output();
+    assert_eq!(check.unwrap().status.code(), Some(2));
+    let out = Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
+        .arg("--config")
+        .arg(&cfg)
+        .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port())])
+        .output()
+        .expect("robots-monitor serve");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("readers line 3: `carol`'s password is hashed with MD5") && err.contains("htpasswd -B"),
+        "{err}"
+    );
+}

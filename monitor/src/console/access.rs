@@ -4,7 +4,9 @@
 //! the console token (`ROBOTSGATE_CONSOLE_TOKEN`, or the admin token):
 //! scripts as `Authorization: Bearer TOKEN`, browsers through the `/login`
 //! form, which sets a cookie holding a digest of the token, never the token.
-//! A console on a public address with no token refuses to start, unless the
+//! With `console.htpasswd`, readers may instead sign in with a name and a
+//! password (HTTP basic auth, [`super::readers`]), on every address. A
+//! console on a public address with neither refuses to start, unless the
 //! config says `console.public: true`.
 //!
 //! `/metrics` (counters, for Prometheus), `/login` and the stylesheet stay
@@ -26,19 +28,23 @@ const ADMIN_ENV: &str = "ROBOTSGATE_ADMIN_TOKEN";
 const COOKIE: &str = "robotsgate_console";
 
 /// How the console admits readers, decided once when it starts.
-#[derive(Clone, Debug)]
-pub enum Access {
-    /// Everyone who reaches it reads (a loopback address, or `public: true`).
-    Open,
-    /// Readers show one of these tokens (by their digests).
-    Token(Vec<[u8; 32]>),
+#[derive(Debug)]
+pub struct Access {
+    /// Everyone who reaches it reads (a loopback address, or `public: true`,
+    /// with no htpasswd file).
+    open: bool,
+    /// The tokens readers may show, by their digests.
+    tokens: Vec<[u8; 32]>,
+    /// Readers who sign in with a name and a password (`console.htpasswd`).
+    readers: Option<super::readers::Readers>,
 }
 
 impl Access {
     /// The access for a console on `listen`: open on a loopback address or
-    /// when `public`, else by token; an error naming the key and the
-    /// variable when a public address has no token to ask for.
-    pub fn decide(listen: &str, public: bool) -> Result<Access, String> {
+    /// when `public`, else by token; with `readers` (an htpasswd file), by
+    /// name and password (or token) everywhere. An error names the key and
+    /// the variable when a public address has nothing to ask for.
+    pub fn decide(listen: &str, public: bool, readers: Option<super::readers::Readers>) -> Result<Access, String> {
         let tokens: Vec<[u8; 32]> = [TOKEN_ENV, ADMIN_ENV]
             .iter()
             .filter_map(|v| std::env::var(v).ok())
@@ -49,17 +55,30 @@ impl Access {
             .parse::<std::net::SocketAddr>()
             .map(|a| a.ip().is_loopback())
             .unwrap_or_else(|_| listen.starts_with("localhost:"));
+        if readers.is_some() {
+            return Ok(Access { open: false, tokens, readers });
+        }
         if local || public {
-            return Ok(Access::Open);
+            return Ok(Access { open: true, tokens: Vec::new(), readers: None });
         }
         if tokens.is_empty() {
             return Err(format!(
                 "console.listen is `{listen}`, which others can reach, and the console shows client addresses and \
-                 sample URLs: set {TOKEN_ENV} (or {ADMIN_ENV}) so that readers sign in, listen on 127.0.0.1, or set \
-                 `console.public: true` to show it to anyone"
+                 sample URLs: set {TOKEN_ENV} (or {ADMIN_ENV}) or `console.htpasswd` so that readers sign in, listen \
+                 on 127.0.0.1, or set `console.public: true` to show it to anyone"
             ));
         }
-        Ok(Access::Token(tokens))
+        Ok(Access { open: false, tokens, readers: None })
+    }
+
+    /// A console open to everyone who reaches it.
+    pub fn open() -> Access {
+        Access { open: true, tokens: Vec::new(), readers: None }
+    }
+
+    /// Whether readers must show who they are.
+    pub fn asks(&self) -> bool {
+        !self.open
     }
 
     /// Whether `token` is one readers may show.
@@ -68,28 +87,27 @@ impl Access {
     }
 
     fn accepts_digest(&self, given: &[u8; 32]) -> bool {
-        match self {
-            Access::Open => true,
-            // Digests compared in constant time, so timing says nothing of
-            // how much of a guess was right.
-            Access::Token(tokens) => {
-                tokens.iter().any(|t| t.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0)
-            }
-        }
+        // Digests compared in constant time, so timing says nothing of how
+        // much of a guess was right.
+        self.open || self.tokens.iter().any(|t| t.iter().zip(given).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0)
     }
 
-    /// Whether `request` comes from a reader: a bearer token or the cookie.
-    fn admits(&self, request: &Request) -> bool {
-        if matches!(self, Access::Open) {
+    /// Whether `request` comes from a reader: a bearer token, the cookie,
+    /// or a name and password of the htpasswd file.
+    async fn admits(&self, headers: &axum::http::HeaderMap) -> bool {
+        if self.open {
             return true;
         }
-        let headers = request.headers();
-        let bearer = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| self.accepts(t.trim()));
-        bearer || cookie(headers).is_some_and(|c| self.accepts_digest(&c))
+        let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
+        if authorization.strip_prefix("Bearer ").is_some_and(|t| self.accepts(t.trim()))
+            || cookie(headers).is_some_and(|c| self.accepts_digest(&c))
+        {
+            return true;
+        }
+        match (&self.readers, authorization.strip_prefix("Basic ")) {
+            (Some(readers), Some(basic)) => readers.admit(basic).await,
+            _ => false,
+        }
     }
 }
 
@@ -134,10 +152,25 @@ fn open_path(path: &str) -> bool {
 /// The layer in front of every route: readers pass; others get a 401
 /// (the API) or the sign-in form (pages).
 pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Next) -> Response {
-    if open_path(request.uri().path()) || access.admits(&request) {
+    if open_path(request.uri().path()) || access.admits(request.headers()).await {
         return next.run(request).await;
     }
     let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
+    // With an htpasswd file, pages and the API alike ask for a name and a
+    // password (a browser shows its own sign-in box); the token's form
+    // stays at /login.
+    if access.readers.is_some() {
+        let mut response = (
+            StatusCode::UNAUTHORIZED,
+            format!("the console asks for a name and password (console.htpasswd), or its token: Authorization: Bearer ${TOKEN_ENV}"),
+        )
+            .into_response();
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"robotsgate console\", charset=\"UTF-8\""),
+        );
+        return response;
+    }
     if path.starts_with("/api/") {
         let mut response =
             (StatusCode::UNAUTHORIZED, format!("the console needs its token: Authorization: Bearer ${TOKEN_ENV}"))
@@ -161,10 +194,10 @@ mod tests {
 
     #[test]
     fn loopback_is_open_and_a_public_address_needs_a_token() {
-        assert!(matches!(Access::decide("127.0.0.1:8484", false), Ok(Access::Open)));
-        assert!(matches!(Access::decide("[::1]:8484", false), Ok(Access::Open)));
-        assert!(matches!(Access::decide("0.0.0.0:8484", true), Ok(Access::Open)));
-        let token = Access::Token(vec![digest("s3cret")]);
+        assert!(Access::decide("127.0.0.1:8484", false, None).is_ok_and(|a| !a.asks()));
+        assert!(Access::decide("[::1]:8484", false, None).is_ok_and(|a| !a.asks()));
+        assert!(Access::decide("0.0.0.0:8484", true, None).is_ok_and(|a| !a.asks()));
+        let token = Access { open: false, tokens: vec![digest("s3cret")], readers: None };
         assert!(token.accepts("s3cret") && !token.accepts("s3cre") && !token.accepts(""));
     }
 
@@ -244,7 +277,7 @@ pub async fn login(
     }
     let secure = m.config().console.as_ref().and_then(|c| c.url.as_deref()).is_some_and(|u| u.starts_with("https://"));
     let mut response = (StatusCode::SEE_OTHER, [(header::LOCATION, next)]).into_response();
-    if matches!(*access, Access::Token(_)) {
+    if access.asks() {
         response.headers_mut().insert(header::SET_COOKIE, sign_in(&form.token, secure));
     }
     response

@@ -17,6 +17,7 @@ mod form;
 pub mod overview;
 mod pages;
 pub mod problem;
+pub mod readers;
 pub mod revision;
 pub mod tester;
 
@@ -107,7 +108,11 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     use anyhow::Context;
     let public = monitor.config().console.as_ref().is_some_and(|c| c.public);
-    let access = access::Access::decide(listen, public).map_err(anyhow::Error::msg)?;
+    let readers = match monitor.config().console.as_ref().and_then(|c| c.htpasswd.as_deref()) {
+        Some(file) => Some(readers::Readers::read(file).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    let access = access::Access::decide(listen, public, readers).map_err(anyhow::Error::msg)?;
     let listener =
         tokio::net::TcpListener::bind(listen).await.with_context(|| format!("console: cannot listen on {listen}"))?;
     tracing::info!(addr = %listener.local_addr()?, "console listening");

@@ -87,14 +87,18 @@ pub async fn errors(request: Request, next: Next) -> Response {
         Ok(b) if !b.is_empty() => String::from_utf8_lossy(&b).trim().to_string(),
         _ => status.canonical_reason().unwrap_or("error").to_string(),
     };
-    if api {
-        let mut out = problem(status, detail);
-        // Keep what the status needs (`Allow` on a 405, the scheme on a 401).
+    // Keep what the status needs (`Allow` on a 405, the scheme on a 401,
+    // without which a browser shows no sign-in box).
+    let keep = |out: &mut Response| {
         for name in [header::ALLOW, header::WWW_AUTHENTICATE] {
             if let Some(value) = parts.headers.get(&name) {
                 out.headers_mut().insert(name, value.clone());
             }
         }
+    };
+    if api {
+        let mut out = problem(status, detail);
+        keep(&mut out);
         return out;
     }
     let (back, back_label) = back_of(&path);
@@ -109,9 +113,7 @@ pub async fn errors(request: Request, next: Next) -> Response {
         Ok(html) => {
             let mut out =
                 (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], Body::from(html)).into_response();
-            if let Some(allow) = parts.headers.get(header::ALLOW) {
-                out.headers_mut().insert(header::ALLOW, allow.clone());
-            }
+            keep(&mut out);
             out
         }
         Err(_) => Response::from_parts(parts, Body::from(detail)),

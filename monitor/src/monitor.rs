@@ -103,6 +103,18 @@ pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Unix milliseconds as an RFC 3339 time (UTC, to the second), or "never":
+/// how every page and report shows a time the database keeps.
+pub fn when(ms: Option<i64>) -> String {
+    match ms {
+        None => "never".to_string(),
+        Some(ms) => {
+            let t = UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+            humantime::format_rfc3339_seconds(t).to_string()
+        }
+    }
+}
+
 impl Monitor {
     /// Opens the store, registers the sites and builds the HTTP and SMTP
     /// clients. `base` is the directory relative database paths are under.

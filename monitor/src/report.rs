@@ -10,8 +10,7 @@ use crate::monitor::Monitor;
 use crate::source::Validators;
 
 fn when(ms: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(t).to_string()
+    crate::monitor::when(Some(ms))
 }
 
 /// `history SITE`: every state, and with `url`/`agent` the moments that

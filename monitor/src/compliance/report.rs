@@ -336,9 +336,9 @@ fn decided_words(v: &Decided, grace: bool) -> String {
     let rule = v.rule.as_ref().map_or(String::new(), |r| format!(" (`{r}`)"));
     let from = v.source.as_ref().map_or(String::new(), |s| format!(", imported from {s}"));
     let span = if v.first_at == v.last_at {
-        format!("at {}", crate::console::when(Some(v.first_at)))
+        format!("at {}", crate::monitor::when(Some(v.first_at)))
     } else {
-        format!("from {} to {}", crate::console::when(Some(v.first_at)), crate::console::when(Some(v.last_at)))
+        format!("from {} to {}", crate::monitor::when(Some(v.first_at)), crate::monitor::when(Some(v.last_at)))
     };
     format!(
         "{}{rule}{from} ({}): {} {span}, e.g. {}",

@@ -122,13 +122,4 @@ pub async fn serve(
 
 pub(crate) use crate::links::encode;
 
-/// Unix milliseconds as an RFC 3339 time, or "never".
-pub fn when(ms: Option<i64>) -> String {
-    match ms {
-        None => "never".to_string(),
-        Some(ms) => {
-            let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-            humantime::format_rfc3339_seconds(t).to_string()
-        }
-    }
-}
+pub use crate::monitor::when;

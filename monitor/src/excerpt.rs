@@ -44,7 +44,11 @@ pub fn diff(site: &str, old: &[u8], new: &[u8]) -> String {
     if !is_text(old) || !is_text(new) {
         let side = |b: &[u8]| {
             if is_text(b) {
-                format!("text, {} bytes, {} lines", b.len(), b.split(|&c| c == b'\n').count())
+                format!(
+                    "text, {}, {}",
+                    crate::change::plural(b.len(), "byte", "bytes"),
+                    crate::change::plural(b.split(|&c| c == b'\n').count(), "line", "lines")
+                )
             } else {
                 describe_binary(b)
             }

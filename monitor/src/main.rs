@@ -358,14 +358,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 for r in &reports {
                     writeln!(
                         stdout,
-                        "{}: {} lines ({} read before), {} crawler requests judged, {} robots.txt fetches, {} redirected, {} other clients, {} for other hosts, {} not HTTP, {} malformed",
+                        "{}: {} ({} read before), {} judged, {}, {} redirected, {}, {} for other hosts, {} not HTTP, {} malformed",
                         r.path,
-                        r.lines,
+                        count(r.lines, "line", "lines"),
                         r.already,
-                        r.judged,
-                        r.fetches,
+                        count(r.judged, "crawler request", "crawler requests"),
+                        count(r.fetches, "robots.txt fetch", "robots.txt fetches"),
                         r.redirected,
-                        r.others,
+                        count(r.others, "other client", "other clients"),
                         r.other_hosts,
                         r.not_http,
                         r.malformed
@@ -379,7 +379,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             "  {} older than compliance_retention ({}): not judged, as the ledger would delete them at once",
                             count(r.too_old, "request is", "requests are"),
                             match m.config().compliance_retention.as_secs() {
-                                s if s % 86_400 == 0 => format!("{} days", s / 86_400),
+                                s if s % 86_400 == 0 => count((s / 86_400) as i64, "day", "days"),
                                 _ => humantime::format_duration(m.config().compliance_retention).to_string(),
                             }
                         )?;

@@ -105,7 +105,7 @@ fn run(db: Db) {
     drop(tail);
 
     let out = ingest(&cfg, &[&log]);
-    assert!(out.contains("12 lines (0 read before), 6 crawler requests judged, 1 robots.txt fetches, 0 redirected, 1 other clients, 1 for other hosts, 2 not HTTP, 1 malformed"), "{out}");
+    assert!(out.contains("12 lines (0 read before), 6 crawler requests judged, 1 robots.txt fetch, 0 redirected, 1 other client, 1 for other hosts, 2 not HTTP, 1 malformed"), "{out}");
     assert!(out.contains("line 12:"), "the malformed line by its number: {out}");
     let totals = |database: &str| (sum(database, "obeyed"), sum(database, "grace"), sum(database, "violation"));
     assert_eq!(totals(&database), (1, 1, 4), "obeyed, grace, violation");
@@ -132,7 +132,7 @@ fn run(db: Db) {
     get("127.0.0.4", addr, "GET", "/admin/later", BINGBOT);
     assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 13));
     let out = ingest(&cfg, &[&log]);
-    assert!(out.contains("1 lines (12 read before)"), "{out}");
+    assert!(out.contains("1 line (12 read before)"), "{out}");
     assert_eq!(totals(&database), (1, 1, 5));
 
     // Taken back (named by its compressed copy: the same file), then read
@@ -644,7 +644,7 @@ fn real_log_lines() {
     let (code, out, err) = ingest_raw(&cfg, &[], &[&log]);
     assert_eq!(code, Some(0), "{err}");
     assert!(
-        out.contains("7 lines (0 read before), 2 crawler requests judged, 1 robots.txt fetches, 1 redirected, 1 other clients, 0 for other hosts, 2 not HTTP, 0 malformed"),
+        out.contains("7 lines (0 read before), 2 crawler requests judged, 1 robots.txt fetch, 1 redirected, 1 other client, 0 for other hosts, 2 not HTTP, 0 malformed"),
         "{out}"
     );
     // The escaped UTF-8 targets are judged as the bytes they stand for.
@@ -813,7 +813,7 @@ fn apache_and_nginx_layouts() {
     }
     let lines = |p: &Path| std::fs::read_to_string(p).unwrap_or_default().lines().count();
     assert!(eventually(10, || lines(&apache_dir.join("custom.log")) == 4 && lines(&nginx_log) == 4));
-    let expected = "4 lines (0 read before), 2 crawler requests judged, 1 robots.txt fetches, 1 redirected, 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed";
+    let expected = "4 lines (0 read before), 2 crawler requests judged, 1 robots.txt fetch, 1 redirected, 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed";
     let vhost = apache_dir.join("other_vhosts_access.log");
     for (args, file) in [
         (vec!["--format", "vhost_combined"], vhost.as_path()),
@@ -858,7 +858,7 @@ fn w3c_and_load_balancer_logs() {
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("u_ex261125.log: 2 lines (0 read before), 2 crawler requests judged"), "{out}");
     assert!(
-        out.contains("u_ex261126.log: 1 lines (0 read before), 1 crawler requests judged"),
+        out.contains("u_ex261126.log: 1 line (0 read before), 1 crawler request judged"),
         "the same header is another file: {out}"
     );
     // The file grows, with new #Fields (IIS writes them again after a restart).
@@ -868,7 +868,7 @@ fn w3c_and_load_balancer_logs() {
     std::fs::write(&a, grown).unwrap();
     let (code, out, _) = ingest_raw(&cfg, &["--format", "w3c"], &[&a]);
     assert_eq!(code, Some(0));
-    assert!(out.contains("1 lines (2 read before), 1 crawler requests judged, 0 robots.txt fetches, 0 redirected, 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed"), "{out}");
+    assert!(out.contains("1 line (2 read before), 1 crawler request judged, 0 robots.txt fetches, 0 redirected, 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed"), "{out}");
 
     // CloudFront: tabs, percent-encoded values, x-host-header.
     let cf = dir.join("E2EXAMPLE.2026-11-25-10.abcd1234");
@@ -883,7 +883,7 @@ fn w3c_and_load_balancer_logs() {
     .unwrap();
     let (code, out, err) = ingest_raw(&cfg, &["--format", "cloudfront"], &[&cf]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("1 lines (0 read before), 1 crawler requests judged"), "{out}");
+    assert!(out.contains("1 line (0 read before), 1 crawler request judged"), "{out}");
 
     // An Application Load Balancer's log.
     let stamp = format!("{date}T{time}.123456Z");
@@ -898,7 +898,7 @@ fn w3c_and_load_balancer_logs() {
     .unwrap();
     let (code, out, err) = ingest_raw(&cfg, &["--format", "alb"], &[&alb]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("2 lines (0 read before), 1 crawler requests judged, 0 robots.txt fetches, 0 redirected, 0 other clients, 1 for other hosts"), "{out}");
+    assert!(out.contains("2 lines (0 read before), 1 crawler request judged, 0 robots.txt fetches, 0 redirected, 0 other clients, 1 for other hosts"), "{out}");
     // /news/a, /news/b, /news/c, /news/d and /news/e break Disallow: /news; /ok does not.
     assert_eq!((sum(&database, "violation"), sum(&database, "obeyed")), (5, 1));
 }

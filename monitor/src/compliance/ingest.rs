@@ -586,8 +586,8 @@ impl Reader {
             // that the right `--format` can read it.
             let why = report.bad_samples.first().map_or(String::new(), |(_, why)| format!(" (line 1: {why})"));
             report.error = Some(format!(
-                "{shown}: none of its {} lines is a `{}` line{why}; nothing was counted, and the file is not marked read",
-                report.lines,
+                "{shown}: none of its {} is a `{}` line{why}; nothing was counted, and the file is not marked read",
+                crate::change::plural(usize::try_from(report.lines).unwrap_or(0), "line", "lines"),
                 format.name()
             ));
             return Ok(report);

@@ -231,13 +231,13 @@ pub fn chart(days: &[Day]) -> String {
         let (vh, gh) = (scale(d.violations), scale(d.grace));
         let _ = write!(
             svg,
-            "<g class=\"day\"><title>{}: {} violations, {} in grace, {} requests</title>\
+            "<g class=\"day\"><title>{}: {}, {} in grace, {}</title>\
              <rect class=\"violation\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{vh}\"/>\
              <rect class=\"grace\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{gh}\"/></g>",
             d.date,
-            d.violations,
+            crate::change::plural(usize::try_from(d.violations).unwrap_or(0), "violation", "violations"),
             d.grace,
-            d.requests,
+            crate::change::plural(usize::try_from(d.requests).unwrap_or(0), "request", "requests"),
             base - vh,
             w - 4,
             base - vh - gh,

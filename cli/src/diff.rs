@@ -169,7 +169,7 @@ fn named_agents(files: &[&Policy]) -> Vec<String> {
 }
 
 /// `n` and the noun that agrees with it.
-fn plural(n: usize, one: &str, many: &str) -> String {
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 

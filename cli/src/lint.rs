@@ -37,10 +37,10 @@ pub fn run(paths: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
                 }
                 let count = |s| found.iter().filter(|d| d.severity == s).count();
                 println!(
-                    "{name}: {} errors, {} warnings, {} notes",
-                    count(Severity::Error),
-                    count(Severity::Warning),
-                    count(Severity::Info)
+                    "{name}: {}, {}, {}",
+                    crate::diff::plural(count(Severity::Error), "error", "errors"),
+                    crate::diff::plural(count(Severity::Warning), "warning", "warnings"),
+                    crate::diff::plural(count(Severity::Info), "note", "notes")
                 );
             }
         }

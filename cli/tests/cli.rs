@@ -152,6 +152,7 @@ fn lint_formats_and_exit_codes() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("{bad}:2:11: error[pattern-start]")), "{text}");
     assert!(text.contains("hint: write `/private`"), "{text}");
+    assert!(text.contains("bad.txt: 1 error, 1 warning, 0 notes"), "one is one: {text}");
     let out = robots(&["lint", bad, "--format", "json"], b"");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v[0]["code"], "pattern-start");

@@ -316,7 +316,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     o.site,
                     o.policy,
                     if o.new_revision { ", new revision" } else { "" },
-                    if o.changed { format!(", changed ({} flips)", o.flips) } else { String::new() },
+                    if o.changed {
+                        format!(", changed ({})", count(o.flips as i64, "flip", "flips"))
+                    } else {
+                        String::new()
+                    },
                     if o.alerted { ", alert queued" } else { "" }
                 )?;
             }

@@ -156,7 +156,8 @@ pub async fn fetches(m: &Monitor, site: &str, days: u32) -> anyhow::Result<Strin
     let mut out = String::new();
     let rows = m.store().fetch_days(site, from).await?;
     if rows.is_empty() {
-        writeln!(out, "{site}: no fetches in the last {days} days")?;
+        let window = if days <= 1 { "today (UTC)".to_string() } else { format!("in the last {days} UTC days") };
+        writeln!(out, "{site}: no fetches {window}")?;
     }
     for mut d in rows {
         // Errors and 5xx first: what an operator looks for.

@@ -97,7 +97,10 @@ fn console_pages_and_tester_in_chromium() {
 
         // The sites page lists the site as ok; follow it to its page.
         c.goto(&format!("{}/", rig.base)).await.expect("sites page");
-        assert!(text(&c, "#count").await.starts_with("1 sites"));
+        assert!(
+            text(&c, "#count").await.starts_with("1 site") && !text(&c, "#count").await.starts_with("1 sites"),
+            "one is one"
+        );
         assert_eq!(text(&c, "#sites .badge").await, "ok");
         screenshot(&c, "sites").await;
         c.find(Locator::LinkText("shop")).await.expect("site link").click().await.expect("click");
@@ -617,6 +620,34 @@ fn a_site_never_polled_says_what_to_run() {
     let missing = request(addr, "GET", "127.0.0.1", "/sites/nope", &[]).expect("error page").text();
     let way_back = missing.lines().find(|l| l.contains("id=\"back\"")).expect("a way back");
     assert_eq!(way_back.matches("href=").count(), 1, "one way back, not two to the same page: {way_back}");
+
+    // The same empty states as a reader sees them, in Chromium: the site
+    // page's hint, an empty chart that says so (no axis up to an invented
+    // 1), the empty compliance table's hint, the empty tester's message.
+    let Some((_driver, driver_port)) = chromedriver() else { return };
+    block_on(async {
+        let c = browser(driver_port).await;
+        c.goto(&format!("http://{addr}/sites/shop")).await.unwrap();
+        c.wait().for_element(Locator::Id("never-polled")).await.expect("the never-polled hint");
+        assert!(text(&c, "#never-polled").await.contains("robots-monitor once"));
+        c.find(Locator::Id("compliance-link")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("chart")).await.expect("the compliance page");
+        assert!(text(&c, "#chart").await.contains("no violations and no grace requests"), "the empty chart");
+        let marks = c.find_all(Locator::Css("#chart text.axis")).await.unwrap();
+        let mut labels = Vec::new();
+        for m in marks {
+            labels.push(m.text().await.unwrap());
+        }
+        assert!(!labels.iter().any(|l| l == "1"), "no invented 1 on the axis: {labels:?}");
+        assert!(text(&c, "#empty").await.contains("robots-monitor ingest --site shop"));
+        assert!(text(&c, "p.note").await.contains("last 30 UTC days, today included"));
+        c.goto(&format!("http://{addr}/tester")).await.unwrap();
+        c.wait().for_element(Locator::Id("run")).await.expect("the tester");
+        c.find(Locator::Id("run")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(Locator::Id("error")).await.expect("the empty submission's message");
+        assert!(text(&c, "#error").await.contains("Nothing to test"));
+        c.close().await.unwrap();
+    });
 }
 
 /// A console on an address others can reach: refused with no token, and

@@ -541,6 +541,10 @@ fn console(cfg: &Path, in_chromium: bool) {
         c.wait().for_element(fantoccini::Locator::Id("violated")).await.expect("the drill-down");
         let violated = c.find(fantoccini::Locator::Id("violated")).await.unwrap().text().await.unwrap();
         assert!(violated.contains("line 3") && violated.contains("Disallow: /news"), "{violated}");
+        assert!(
+            violated.contains("not checked") && !violated.contains("unverifiable"),
+            "as the CLI says it: {violated}"
+        );
         // Grace has its rows too: what allowed it, when, and the URLs.
         c.goto(&format!("http://{addr}/sites/shop/compliance?crawler=GPTBot")).await.unwrap();
         c.wait().for_element(fantoccini::Locator::Id("grace")).await.expect("the grace rows");

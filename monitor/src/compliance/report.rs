@@ -329,6 +329,14 @@ fn counted(n: i64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// An identity answer as reports and pages say it: "unverifiable" is
+/// what the ledger records when nothing was checked (no verification
+/// configured, or none possible), so it reads "not checked", not as a
+/// finding against the crawler.
+pub fn identity_words(answer: &str) -> &str {
+    if answer == "unverifiable" { "not checked" } else { answer }
+}
+
 /// One violation's or grace row's line of the text report: what decided,
 /// where it came from, its identity answer, its requests from first to
 /// last, and samples.
@@ -343,7 +351,7 @@ fn decided_words(v: &Decided, grace: bool) -> String {
     format!(
         "{}{rule}{from} ({}): {} {span}, e.g. {}",
         v.words(grace),
-        v.identity,
+        identity_words(&v.identity),
         counted(v.requests, "request", "requests"),
         v.samples.join(" ")
     )
@@ -369,13 +377,7 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64, days: i64, crawler: Opt
         _ => {}
     }
     for l in lines {
-        // "unverifiable" is what a request's identity is when nothing was
-        // checked (no verification configured, or none possible): said so.
-        let ids: Vec<String> = l
-            .identity
-            .iter()
-            .map(|(k, v)| format!("{v} {}", if k == "unverifiable" { "not checked" } else { k }))
-            .collect();
+        let ids: Vec<String> = l.identity.iter().map(|(k, v)| format!("{v} {}", identity_words(k))).collect();
         let _ = writeln!(
             out,
             "{} ({}, {}): {}, {} obeyed, {} in grace, {}{} [identity: {}]",

@@ -315,6 +315,8 @@ struct DecidedView {
     row: report::Decided,
     /// What decided, in words.
     words: String,
+    /// Its identity answer, in words.
+    identity: String,
     /// The deciding revision's page.
     href: Option<String>,
     /// The first and last request, as times.
@@ -323,13 +325,15 @@ struct DecidedView {
 }
 
 fn view(site: &str, l: CrawlerLine, now: i64) -> CrawlerView {
-    let identity = l.identity.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
+    let identity =
+        l.identity.iter().map(|(k, v)| format!("{v} {}", report::identity_words(k))).collect::<Vec<_>>().join(", ");
     let read = report::read_words(&l, now).unwrap_or_else(|| "no robots.txt read seen".to_string());
     let rows = |list: &[report::Decided], grace: bool| -> Vec<DecidedView> {
         list.iter()
             .map(|v| DecidedView {
                 row: v.clone(),
                 words: v.words(grace),
+                identity: report::identity_words(&v.identity).to_string(),
                 href: v.revision.map(|r| format!("/sites/{}/revisions/{r}", encode(site))),
                 first: super::when(Some(v.first_at)),
                 last: super::when(Some(v.last_at)),

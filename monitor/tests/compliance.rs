@@ -506,6 +506,12 @@ fn console(cfg: &Path, in_chromium: bool) {
     let gptbot = openapi::send(addr, "GET", "/api/compliance/shop?crawler=gptbot", &[], b"");
     doc.check("GET", "/api/compliance/{site}", &gptbot);
     assert_eq!(gptbot.json()["crawlers"][0]["in_grace"][0]["by"], "revision", "{:?}", gptbot.json());
+    let none = openapi::send(addr, "GET", "/sites/shop/compliance?crawler=petalbot", &[], b"");
+    assert_eq!(none.status, 200);
+    assert!(String::from_utf8_lossy(&none.body).contains("No requests of PetalBot recorded on shop"));
+    let typo = openapi::send(addr, "GET", "/sites/shop/compliance?crawler=PetalBott", &[], b"");
+    assert_eq!(typo.status, 400);
+    assert!(String::from_utf8_lossy(&typo.body).contains("did you mean `PetalBot`?"));
     let page = openapi::send(addr, "GET", "/sites/shop/compliance?crawler=GPTBot", &[], b"");
     let html = String::from_utf8_lossy(&page.body);
     assert!(html.contains("id=\"grace\"") && html.contains("/news/b") && html.contains("by no rule"), "{html}");

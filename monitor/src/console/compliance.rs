@@ -402,8 +402,10 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
             None => groups.push((purpose, vec![v])),
         }
     }
+    // A crawler robotsgate knows with nothing recorded here: its drill-down
+    // says so (the name was checked above; a typo never gets this far).
     if let (Some(c), None) = (&crawler, &focus) {
-        return (StatusCode::NOT_FOUND, format!("no requests of `{c}` recorded on `{name}`")).into_response();
+        focus = Some(view(&name, CrawlerLine { crawler: c.clone(), ..CrawlerLine::default() }, now));
     }
     let site_href = format!("/sites/{}", encode(&name));
     let stamp = |ms: i64| super::when(Some(ms));

@@ -30,6 +30,25 @@ pub struct Key {
     pub day: i64,
 }
 
+impl Key {
+    /// Binds the key's seven columns, in the ledger's order (crawler,
+    /// identity, revision_id, line, status, class, day), to the next
+    /// placeholders of `query`: one order for every table keyed alike.
+    pub fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+        query
+            .bind(&self.crawler)
+            .bind(self.identity)
+            .bind(self.revision)
+            .bind(self.line)
+            .bind(self.status)
+            .bind(self.class)
+            .bind(self.day)
+    }
+}
+
 /// A row's counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
@@ -101,7 +120,7 @@ pub async fn write_rows(conn: &mut AnyConnection, site: &str, rows: &HashMap<Key
     ordered.sort_by(|a, b| a.0.cmp(b.0));
     for (k, t) in ordered {
         let samples: String = t.samples.iter().map(|s| format!("{s}\n")).collect();
-        sqlx::query(
+        let query = sqlx::query(
             "INSERT INTO ledger (site, crawler, identity, revision_id, line, status, class, day, requests, stale, \
              first_at, last_at, samples, sample_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
              ON CONFLICT (site, crawler, identity, revision_id, line, status, class, day) DO UPDATE SET \
@@ -112,22 +131,16 @@ pub async fn write_rows(conn: &mut AnyConnection, site: &str, rows: &HashMap<Key
              sample_count = CASE WHEN ledger.sample_count >= 5 THEN ledger.sample_count \
              ELSE ledger.sample_count + excluded.sample_count END",
         )
-        .bind(site)
-        .bind(&k.crawler)
-        .bind(k.identity)
-        .bind(k.revision)
-        .bind(k.line)
-        .bind(k.status)
-        .bind(k.class)
-        .bind(k.day)
-        .bind(t.requests)
-        .bind(t.stale)
-        .bind(t.first_at)
-        .bind(t.last_at)
-        .bind(samples)
-        .bind(t.samples.len() as i64)
-        .execute(&mut *conn)
-        .await?;
+        .bind(site);
+        k.bind(query)
+            .bind(t.requests)
+            .bind(t.stale)
+            .bind(t.first_at)
+            .bind(t.last_at)
+            .bind(samples)
+            .bind(t.samples.len() as i64)
+            .execute(&mut *conn)
+            .await?;
     }
     Ok(())
 }

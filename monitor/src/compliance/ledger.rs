@@ -141,26 +141,20 @@ pub async fn write_file_rows(
     // The ledger's own order: concurrent imports lock rows alike.
     ordered.sort_by(|a, b| a.0.cmp(b.0));
     for (k, t) in ordered {
-        sqlx::query(
+        let query = sqlx::query(
             "INSERT INTO log_file_rows (site, file_id, crawler, identity, revision_id, line, status, class, day, \
              requests, stale) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
              ON CONFLICT (site, file_id, crawler, identity, revision_id, line, status, class, day) DO UPDATE SET \
              requests = log_file_rows.requests + excluded.requests, stale = log_file_rows.stale + excluded.stale",
         )
         .bind(site)
-        .bind(file_id)
-        .bind(&k.crawler)
-        .bind(k.identity)
-        .bind(k.revision)
-        .bind(k.line)
-        .bind(k.status)
-        .bind(k.class)
-        .bind(k.day)
-        .bind(t.requests)
-        .bind(t.stale)
-        .execute(&mut *conn)
-        .await
-        .map_err(q("recording what a file added"))?;
+        .bind(file_id);
+        k.bind(query)
+            .bind(t.requests)
+            .bind(t.stale)
+            .execute(&mut *conn)
+            .await
+            .map_err(q("recording what a file added"))?;
     }
     Ok(())
 }

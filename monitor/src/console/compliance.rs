@@ -422,6 +422,16 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
     render(&SitePage { site: name, site_href, days, chart: chart(&per_day), groups, focus, holds })
 }
 
+/// The API's reading of a query: the window and the crawler, or the
+/// problem that names what was wrong.
+fn api_period(
+    m: &Monitor,
+    query: Result<Query<Period>, axum::extract::rejection::QueryRejection>,
+) -> Result<(i64, Option<String>), Box<Response>> {
+    let Query(p) = query.map_err(|rejection| Box::new(refused(&rejection)))?;
+    p.read(m).map_err(|why| Box::new(super::problem::problem(StatusCode::BAD_REQUEST, why)))
+}
+
 /// `GET /api/compliance`: every site's totals and violations per day.
 #[utoipa::path(get, path = "/api/compliance", tag = "compliance", operation_id = "api_compliance", params(Period),
     responses(
@@ -433,13 +443,9 @@ pub async fn api_overview(
     State(m): App,
     query: Result<Query<Period>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let p = match query {
-        Ok(Query(p)) => p,
-        Err(rejection) => return refused(&rejection),
-    };
-    let (days, crawler) = match p.read(&m) {
-        Ok(d) => d,
-        Err(why) => return super::problem::problem(StatusCode::BAD_REQUEST, why),
+    let (days, crawler) = match api_period(&m, query) {
+        Ok(p) => p,
+        Err(problem) => return *problem,
     };
     match overview(&m, days, crawler.as_deref()).await {
         Ok(o) => Json(o).into_response(),
@@ -460,13 +466,9 @@ pub async fn api_site(
     Path(site): Path<String>,
     query: Result<Query<Period>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    let p = match query {
-        Ok(Query(p)) => p,
-        Err(rejection) => return refused(&rejection),
-    };
-    let (days, crawler) = match p.read(&m) {
-        Ok(d) => d,
-        Err(why) => return super::problem::problem(StatusCode::BAD_REQUEST, why),
+    let (days, crawler) = match api_period(&m, query) {
+        Ok(p) => p,
+        Err(problem) => return *problem,
     };
     match site_compliance(&m, &site, days, crawler.as_deref()).await {
         Ok(c) => Json(c).into_response(),

@@ -54,7 +54,9 @@ fn preferences(body: &[u8], group: &[u32], target: &[u8]) {
 fn crawler_reading(robots: &Robots, agent: &str, url: &str) {
     let Some(both) = rules::reading::readings(robots, agent, url).filter(|b| b.differ()) else { return };
     let v = both.crawler;
-    println!("Google's crawler reads it otherwise ({}):", rules::reading::CRAWLER);
+    // The reading's name, without the list the constant carries: the
+    // `why` line says what differs for this crawler.
+    println!("Google's crawlers, as Google documents them, read it otherwise:");
     match v.group {
         None => println!("  group:    none (no group names this crawler, and it ignores `*`)"),
         Some(g) => {

@@ -114,7 +114,11 @@ fn explain_shows_both_readings_where_they_differ() {
     let out = robots(&["explain", f.to_str().unwrap(), "Googlebot-Image", "https://shop.example/about"], b"");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("reading:  Google's open-source robots.txt library"), "{text}");
-    assert!(text.contains("verdict:  DISALLOWED") && text.contains("Google's crawlers, as Google documents them, read it otherwise:"), "{text}");
+    assert!(
+        text.contains("verdict:  DISALLOWED")
+            && text.contains("Google's crawlers, as Google documents them, read it otherwise:"),
+        "{text}"
+    );
     assert!(text.contains("  verdict:  ALLOWED") && text.contains("obeys Googlebot's group"), "{text}");
     assert_eq!(out.status.code(), Some(1));
     let out = robots(&["explain", f.to_str().unwrap(), "AdsBot-Google", "https://shop.example/about"], b"");

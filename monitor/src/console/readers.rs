@@ -7,7 +7,7 @@
 //! A browser sends the password with every request, and bcrypt is slow by
 //! design, so a password found right is remembered for a few minutes by a
 //! digest of the name and password (never the password itself); a wrong
-//! one is checked in full every time.
+//! one is checked in full every time, at most one check a core at once.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -28,6 +28,9 @@ pub struct Readers {
     users: Vec<(String, String)>,
     /// Digests of (name, password) found right, and when.
     recent: Mutex<HashMap<[u8; 32], Instant>>,
+    /// At most one bcrypt run a core at a time: a flood of wrong passwords
+    /// queues here instead of filling the blocking pool and every core.
+    checks: tokio::sync::Semaphore,
 }
 
 impl Readers {
@@ -84,7 +87,8 @@ impl Readers {
         if users.is_empty() {
             return Err(format!("console.htpasswd {}: names no reader", path.display()));
         }
-        Ok(Readers { users, recent: Mutex::new(HashMap::new()) })
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        Ok(Readers { users, recent: Mutex::new(HashMap::new()), checks: tokio::sync::Semaphore::new(cores) })
     }
 
     /// How many readers the file names.
@@ -121,6 +125,7 @@ impl Readers {
             None => (false, self.users[0].1.clone()),
         };
         let password = password.to_string();
+        let Ok(_turn) = self.checks.acquire().await else { return false };
         let right = tokio::task::spawn_blocking(move || bcrypt::verify(password, &hash).unwrap_or(false))
             .await
             .unwrap_or(false);

@@ -160,6 +160,7 @@ impl Front {
                         let status =
                             send_answer(&mut respond, &answer(400, b"robots-proxy: the body is missing\n", false));
                         self.gateway.metrics.response(false, status);
+                        self.gateway.metrics.took(Path::H2, began);
                         return;
                     }
                     (true, _) if has_length(&parts.headers) => Upload::Length(f.body),
@@ -171,6 +172,7 @@ impl Front {
             Plan::HandOver | Plan::Verify { .. } => {
                 let status = send_answer(&mut respond, &answer(400, b"robots-proxy: malformed request\n", false));
                 self.gateway.metrics.response(false, status);
+                self.gateway.metrics.took(Path::H2, began);
             }
         }
     }

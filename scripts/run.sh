@@ -11,8 +11,11 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 cargo build --release --locked --workspace
 
-monitor=target/release/robots-monitor
-robots=target/release/robots
+# Where cargo put them: a CARGO_TARGET_DIR set in the user's environment
+# moves the binaries out of target/.
+bin="${CARGO_TARGET_DIR:-target}/release"
+monitor="$bin/robots-monitor"
+robots="$bin/robots"
 site=deploy/example-site
 
 echo "== robots-monitor check-config"

@@ -753,6 +753,9 @@ fn an_htpasswd_file_asks_for_a_name_and_password() {
         assert_eq!(right.status, 200, "{target}: {}", right.head);
         let auth = basic("bob:other");
         assert_eq!(openapi::send(addr, "GET", target, &[("Authorization", &auth)], b"").status, 200);
+        // The scheme in any case, as RFC 9110 reads it.
+        let auth = basic("bob:other").replacen("Basic", "basic", 1);
+        assert_eq!(openapi::send(addr, "GET", target, &[("Authorization", &auth)], b"").status, 200);
     }
     let api = openapi::send(addr, "GET", "/api/sites", &[], b"");
     assert_eq!(api.content_type, "application/problem+json", "{}", api.head);

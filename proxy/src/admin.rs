@@ -145,7 +145,9 @@ impl ServeHttp for Admin {
                     .headers
                     .get(http::header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Bearer "));
+                    // The scheme in any case (RFC 9110 section 11.1).
+                    .and_then(|v| v.trim().split_once(' '))
+                    .and_then(|(scheme, token)| scheme.eq_ignore_ascii_case("Bearer").then(|| token.trim()));
                 let is_post = session.req_header().method == http::Method::POST;
                 match (&self.token, given) {
                     (None, _) => reply(403, "text/plain", "no admin token is configured\n".into()),

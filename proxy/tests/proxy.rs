@@ -222,6 +222,11 @@ fn managed_groups_are_merged() {
     let status =
         |g: &Gate| request(g.admin, "GET", "admin", "/status", &[("Authorization", "Bearer sekrit")]).unwrap().text();
     assert!(status(&g).contains("\"managed_groups_contested_by_origin\":[]"), "{}", status(&g));
+    // The scheme reads in any case (RFC 9110 section 11.1); a wrong token is not let in.
+    let lower = request(g.admin, "GET", "admin", "/status", &[("Authorization", "bearer sekrit")]).unwrap();
+    assert_eq!(lower.status, 200);
+    let wrong = request(g.admin, "GET", "admin", "/status", &[("Authorization", "bearer sekri")]).unwrap();
+    assert_ne!(wrong.status, 200);
 
     // The origin starts naming GPTBot itself: Google would merge its Allow
     // into the managed group, so /status says so.

@@ -98,17 +98,25 @@ impl Access {
         if self.open {
             return true;
         }
-        let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
-        if authorization.strip_prefix("Bearer ").is_some_and(|t| self.accepts(t.trim()))
+        if credentials(headers, "Bearer").is_some_and(|t| self.accepts(t))
             || cookie(headers).is_some_and(|c| self.accepts_digest(&c))
         {
             return true;
         }
-        match (&self.readers, authorization.strip_prefix("Basic ")) {
+        match (&self.readers, credentials(headers, "Basic")) {
             (Some(readers), Some(basic)) => readers.admit(basic).await,
             _ => false,
         }
     }
+}
+
+/// The credentials of an `Authorization` field in `scheme` (`Bearer`,
+/// `Basic`): the scheme is read in any case, as RFC 9110 section 11.1 has
+/// it, and spaces around the credentials are dropped.
+pub fn credentials<'a>(headers: &'a axum::http::HeaderMap, scheme: &str) -> Option<&'a str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (given, rest) = value.split_once([' ', '\t'])?;
+    given.eq_ignore_ascii_case(scheme).then(|| rest.trim()).filter(|c| !c.is_empty())
 }
 
 /// The digest a cookie carries for `token`.
@@ -199,6 +207,23 @@ mod tests {
         assert!(Access::decide("0.0.0.0:8484", true, None).is_ok_and(|a| !a.asks()));
         let token = Access { open: false, tokens: vec![digest("s3cret")], readers: None };
         assert!(token.accepts("s3cret") && !token.accepts("s3cre") && !token.accepts(""));
+    }
+
+    #[test]
+    fn the_scheme_reads_in_any_case() {
+        let mut headers = axum::http::HeaderMap::new();
+        for (value, scheme, want) in [
+            ("Bearer abc", "Bearer", Some("abc")),
+            ("bearer  abc ", "Bearer", Some("abc")),
+            ("BASIC YWxpY2U6cHc=", "Basic", Some("YWxpY2U6cHc=")),
+            ("Basic YWxpY2U6cHc=", "Bearer", None),
+            ("Bearer", "Bearer", None),
+            ("Bearer ", "Bearer", None),
+            ("Bearerabc", "Bearer", None),
+        ] {
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+            assert_eq!(credentials(&headers, scheme), want, "{value:?}");
+        }
     }
 
     #[test]

@@ -823,11 +823,7 @@ pub async fn api_release(
 
 /// The token of an `Authorization: Bearer TOKEN` field; empty without one.
 fn bearer(headers: &axum::http::HeaderMap) -> &str {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or_default()
+    super::access::credentials(headers, "Bearer").unwrap_or_default()
 }
 
 /// `GET /static/console.css`.

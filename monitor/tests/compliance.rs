@@ -228,6 +228,13 @@ fn run(db: Db) {
 }
 
 /// The current time in the combined log's form.
+/// Today's UTC date, as the chart writes it (`2026-11-26`).
+fn chrono_like_today() -> String {
+    let days = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() / 86_400;
+    let out = Command::new("date").args(["-u", "-d", &format!("@{}", days * 86_400), "+%Y-%m-%d"]).output().unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 fn chrono_like_now() -> String {
     let out = Command::new("date").args(["-u", "+%d/%b/%Y:%H:%M:%S +0000"]).env("LC_ALL", "C").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -515,6 +522,13 @@ fn console(cfg: &Path, in_chromium: bool) {
     let page = openapi::send(addr, "GET", "/sites/shop/compliance?crawler=GPTBot", &[], b"");
     let html = String::from_utf8_lossy(&page.body);
     assert!(html.contains("id=\"grace\"") && html.contains("/news/b") && html.contains("by no rule"), "{html}");
+    // Drilled into GPTBot, the chart is GPTBot's (its one grace request
+    // today), not the site's five violations.
+    let today = chrono_like_today();
+    assert!(html.contains(&format!("<title>{today}: 0 violations, 1 in grace, 1 request</title>")), "{html}");
+    let whole = openapi::send(addr, "GET", "/sites/shop/compliance", &[], b"");
+    let whole = String::from_utf8_lossy(&whole.body);
+    assert!(whole.contains(&format!("<title>{today}: 5 violations, 1 in grace,")), "{whole}");
     let page = openapi::send(addr, "GET", "/sites/shop/compliance?crawler=Googlebot", &[], b"");
     let html = String::from_utf8_lossy(&page.body);
     assert!(html.contains("<svg") && html.contains("Disallow: /news") && html.contains("/news/a"), "{html}");

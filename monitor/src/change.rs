@@ -396,8 +396,7 @@ pub fn escalation(
     console: Option<&str>,
 ) -> (String, String, String) {
     let minutes = (now - since).max(0) / 60_000;
-    let lasted =
-        if minutes >= 120 { format!("{} hours", minutes / 60) } else { plural(minutes as usize, "minute", "minutes") };
+    let lasted = if minutes >= 120 { format!("{} hours", minutes / 60) } else { plural(minutes, "minute", "minutes") };
     let subject = format!("[robotsgate] {site}: crawling still blocked after {lasted}");
     let first =
         format!("robots.txt has failed for {lasted} ({reason}); Google crawls nothing on the site until it answers.");
@@ -456,8 +455,10 @@ fn first_line(c: &Change<'_>, events: &[String]) -> String {
 }
 
 /// `n` and the noun that agrees with it: "1 verdict flipped", "2 verdicts
-/// flipped".
-pub fn plural(n: usize, one: &str, many: &str) -> String {
+/// flipped". One helper for every count the monitor words, a length
+/// (`usize`) or a count the database keeps (`i64`).
+pub fn plural(n: impl TryInto<i64>, one: &str, many: &str) -> String {
+    let n: i64 = n.try_into().unwrap_or(i64::MAX);
     format!("{n} {}", if n == 1 { one } else { many })
 }
 

@@ -178,11 +178,6 @@ enum Command {
     Shell(robotsgate_shell::Command),
 }
 
-/// `n` and the noun that agrees with it, for a count the ledger keeps.
-fn count(n: i64, one: &str, many: &str) -> String {
-    monitor::change::plural(usize::try_from(n).unwrap_or(0), one, many)
-}
-
 /// The log format the `ingest` flags name.
 fn log_format(
     format: &str,
@@ -229,12 +224,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // The console's readers file is read as the console will read it.
         if let Some(file) = config.console.as_ref().and_then(|c| c.htpasswd.as_deref()) {
             let readers = monitor::console::readers::Readers::read(file).map_err(anyhow::Error::msg)?;
-            println!("{}: {}", file.display(), count(readers.len() as i64, "reader", "readers"));
+            println!("{}: {}", file.display(), monitor::change::plural(readers.len(), "reader", "readers"));
         }
         println!(
             "{}: {}, database {}",
             cli.config.display(),
-            count(config.sites.len() as i64, "site", "sites"),
+            monitor::change::plural(config.sites.len(), "site", "sites"),
             robotsgate_history::shown(config.database())
         );
         return Ok(ExitCode::SUCCESS);
@@ -317,7 +312,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     o.policy,
                     if o.new_revision { ", new revision" } else { "" },
                     if o.changed {
-                        format!(", changed ({})", count(o.flips as i64, "flip", "flips"))
+                        format!(", changed ({})", monitor::change::plural(o.flips, "flip", "flips"))
                     } else {
                         String::new()
                     },
@@ -345,8 +340,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     writeln!(
                         stdout,
                         "{path}: forgotten: {} taken out of the ledger; its {} will be read again by the next import",
-                        count(f.requests, "crawler request", "crawler requests"),
-                        count(f.lines, "line", "lines"),
+                        monitor::change::plural(f.requests, "crawler request", "crawler requests"),
+                        monitor::change::plural(f.lines, "line", "lines"),
                     )?;
                 } else {
                     writeln!(stdout, "{path}: no import of {site} has read this file; nothing to forget")?;
@@ -364,12 +359,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         stdout,
                         "{}: {} ({} read before), {} judged, {}, {} redirected, {}, {} for other hosts, {} not HTTP, {} malformed",
                         r.path,
-                        count(r.lines, "line", "lines"),
+                        monitor::change::plural(r.lines, "line", "lines"),
                         r.already,
-                        count(r.judged, "crawler request", "crawler requests"),
-                        count(r.fetches, "robots.txt fetch", "robots.txt fetches"),
+                        monitor::change::plural(r.judged, "crawler request", "crawler requests"),
+                        monitor::change::plural(r.fetches, "robots.txt fetch", "robots.txt fetches"),
                         r.redirected,
-                        count(r.others, "other client", "other clients"),
+                        monitor::change::plural(r.others, "other client", "other clients"),
                         r.other_hosts,
                         r.not_http,
                         r.malformed
@@ -381,9 +376,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         writeln!(
                             stdout,
                             "  {} older than compliance_retention ({}): not judged, as the ledger would delete them at once",
-                            count(r.too_old, "request is", "requests are"),
+                            monitor::change::plural(r.too_old, "request is", "requests are"),
                             match m.config().compliance_retention.as_secs() {
-                                s if s % 86_400 == 0 => count((s / 86_400) as i64, "day", "days"),
+                                s if s % 86_400 == 0 => monitor::change::plural(s / 86_400, "day", "days"),
                                 _ => humantime::format_duration(m.config().compliance_retention).to_string(),
                             }
                         )?;
@@ -398,14 +393,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         writeln!(
                             stdout,
                             "  {} read before, unjudged then, judged now against the history imported since",
-                            count(r.rejudged, "request", "requests")
+                            monitor::change::plural(r.rejudged, "request", "requests")
                         )?;
                     }
                     if r.unjudged > 0 {
                         writeln!(
                             stdout,
                             "  {} came before the first robots.txt robotsgate knows of {site}: unjudged, not obeyed (there is no evidence of what the crawler could hold)",
-                            count(r.unjudged, "crawler request", "crawler requests")
+                            monitor::change::plural(r.unjudged, "crawler request", "crawler requests")
                         )?;
                     }
                 }

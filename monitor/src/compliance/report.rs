@@ -324,11 +324,6 @@ pub fn read_words(l: &CrawlerLine, now: i64) -> Option<String> {
     Some(format!("{ago} ago; {held}{behind}"))
 }
 
-/// `n` and the noun, singular for one.
-fn counted(n: i64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// An identity answer as reports and pages say it: "unverifiable" is
 /// what the ledger records when nothing was checked (no verification
 /// configured, or none possible), so it reads "not checked", not as a
@@ -352,7 +347,7 @@ fn decided_words(v: &Decided, grace: bool) -> String {
         "{}{rule}{from} ({}): {} {span}, e.g. {}",
         v.words(grace),
         identity_words(&v.identity),
-        counted(v.requests, "request", "requests"),
+        crate::change::plural(v.requests, "request", "requests"),
         v.samples.join(" ")
     )
 }
@@ -384,10 +379,10 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64, days: i64, crawler: Opt
             l.crawler,
             if l.operator.is_empty() { "unknown operator" } else { &l.operator },
             if l.purpose.is_empty() { "unknown purpose" } else { &l.purpose },
-            counted(l.requests, "request", "requests"),
+            crate::change::plural(l.requests, "request", "requests"),
             l.obeyed,
             l.grace,
-            counted(l.violations, "violation", "violations"),
+            crate::change::plural(l.violations, "violation", "violations"),
             if l.unjudged > 0 { format!(", {} unjudged", l.unjudged) } else { String::new() },
             ids.join(", ")
         );

@@ -235,9 +235,9 @@ pub fn chart(days: &[Day]) -> String {
              <rect class=\"violation\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{vh}\"/>\
              <rect class=\"grace\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{gh}\"/></g>",
             d.date,
-            crate::change::plural(usize::try_from(d.violations).unwrap_or(0), "violation", "violations"),
+            crate::change::plural(d.violations, "violation", "violations"),
             d.grace,
-            crate::change::plural(usize::try_from(d.requests).unwrap_or(0), "request", "requests"),
+            crate::change::plural(d.requests, "request", "requests"),
             base - vh,
             w - 4,
             base - vh - gh,

@@ -71,11 +71,6 @@ impl Access {
         Ok(Access { open: false, tokens, readers: None })
     }
 
-    /// A console open to everyone who reaches it.
-    pub fn open() -> Access {
-        Access { open: true, tokens: Vec::new(), readers: None }
-    }
-
     /// Whether readers must show who they are.
     pub fn asks(&self) -> bool {
         !self.open

@@ -2,7 +2,8 @@
 //! basic auth): an htpasswd file of bcrypt hashes, as `htpasswd -B` writes
 //! it, read once when the console starts. Other schemes htpasswd offers
 //! (MD5 `$apr1$`, SHA-1 `{SHA}`, crypt) are refused by file and line: they
-//! are fast to guess, and bcrypt is what nginx and Apache both read.
+//! are fast to guess, and bcrypt is what `htpasswd -B` writes and Apache
+//! reads.
 //!
 //! A browser sends the password with every request, and bcrypt is slow by
 //! design, so a password found right is remembered for a few minutes by a

@@ -2,8 +2,7 @@
 //! basic auth): an htpasswd file of bcrypt hashes, as `htpasswd -B` writes
 //! it, read once when the console starts. Other schemes htpasswd offers
 //! (MD5 `$apr1$`, SHA-1 `{SHA}`, crypt) are refused by file and line: they
-//! are fast to guess, and bcrypt is what `htpasswd -B` writes and Apache
-//! reads.
+//! are fast to guess.
 //!
 //! A browser sends the password with every request, and bcrypt is slow by
 //! design, so a password found right is remembered for a few minutes by a

@@ -510,6 +510,11 @@ fn console(cfg: &Path, in_chromium: bool) {
         "{:?}",
         typo.json()
     );
+    // A long name is refused at once, and not echoed whole.
+    let long = format!("/api/compliance/shop?crawler={}", "x".repeat(20_000));
+    let long = openapi::send(addr, "GET", &long, &[], b"");
+    assert_eq!(long.status, 400);
+    assert!(long.body.len() < 2_000, "{}", long.body.len());
     let gptbot = openapi::send(addr, "GET", "/api/compliance/shop?crawler=gptbot", &[], b"");
     doc.check("GET", "/api/compliance/{site}", &gptbot);
     assert_eq!(gptbot.json()["crawlers"][0]["in_grace"][0]["by"], "revision", "{:?}", gptbot.json());

@@ -162,25 +162,36 @@ pub fn crawler_named(m: &Monitor, name: &str) -> Result<String, String> {
     if let Some(c) = m.catalogue().get(name) {
         return Ok(c.token.clone());
     }
-    // The lint's typo finder first; then, as a name typed on a command line
-    // is more often a slip than a crawler of its own, the token at most two
-    // edits away (one for short names).
-    let lower = name.to_ascii_lowercase();
-    let most = if lower.chars().count() < 6 { 1 } else { 2 };
-    let near = m.catalogue().near(name).map(|c| c.token.clone()).or_else(|| {
-        m.catalogue()
-            .crawlers()
-            .iter()
-            .map(|c| (robotsgate_crawlers::edits(&lower, &c.token.to_ascii_lowercase()), &c.token))
-            .filter(|(d, _)| *d <= most)
-            .min_by_key(|(d, _)| *d)
-            .map(|(_, t)| t.clone())
-    });
+    // No token is near a name far longer than any: no edit distances over a
+    // query string's worth of text, and no echo of all of it.
+    let (near, shown) = match name.char_indices().nth(64) {
+        Some((cut, _)) => (None, format!("{}…", &name[..cut])),
+        None => (nearest(m.catalogue(), name), name.to_string()),
+    };
     let hint = match near {
         Some(token) => format!("; did you mean `{token}`?"),
         None => " (a crawler of your own goes under the config's `crawlers:`)".to_string(),
     };
-    Err(format!("crawler=`{name}` is no crawler robotsgate knows{hint}"))
+    Err(format!("crawler=`{shown}` is no crawler robotsgate knows{hint}"))
+}
+
+/// The catalogue token `name` is most likely a slip of: the lint's typo
+/// finder first; then, as a name typed on a command line is more often a
+/// slip than a crawler of its own, the token at most two edits away (one
+/// for short names).
+fn nearest(catalogue: &robotsgate_crawlers::Catalogue, name: &str) -> Option<String> {
+    if let Some(c) = catalogue.near(name) {
+        return Some(c.token.clone());
+    }
+    let lower = name.to_ascii_lowercase();
+    let most = if lower.chars().count() < 6 { 1 } else { 2 };
+    catalogue
+        .crawlers()
+        .iter()
+        .map(|c| (robotsgate_crawlers::edits(&lower, &c.token.to_ascii_lowercase()), &c.token))
+        .filter(|(d, _)| *d <= most)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, t)| t.clone())
 }
 
 /// The summary of `site` over the last `days`, for `crawler` if given.

@@ -12,6 +12,7 @@ use rules::{Flip, Policy, Reason};
 use crate::excerpt;
 use crate::letter::{self, esc};
 use crate::store::VerdictRow;
+use crate::words::plural;
 
 /// One URL to test, with its pinned verdict if any.
 #[derive(Clone, Debug)]
@@ -452,14 +453,6 @@ fn first_line(c: &Change<'_>, events: &[String]) -> String {
         n => format!("; {}", plural(n - 1, "more verdict changed", "more verdicts changed")),
     };
     excerpt::line(&format!("{} {verb} {}{why}{more}.", f.agent, f.url), 2 * excerpt::LINE_CHARS)
-}
-
-/// `n` and the noun that agrees with it: "1 verdict flipped", "2 verdicts
-/// flipped". One helper for every count the monitor words, a length
-/// (`usize`) or a count the database keeps (`i64`).
-pub fn plural(n: impl TryInto<i64>, one: &str, many: &str) -> String {
-    let n: i64 = n.try_into().unwrap_or(i64::MAX);
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn lint_errors(body: &[u8]) -> Vec<String> {

@@ -46,8 +46,8 @@ pub fn diff(site: &str, old: &[u8], new: &[u8]) -> String {
             if is_text(b) {
                 format!(
                     "text, {}, {}",
-                    crate::change::plural(b.len(), "byte", "bytes"),
-                    crate::change::plural(b.split(|&c| c == b'\n').count(), "line", "lines")
+                    crate::words::plural(b.len(), "byte", "bytes"),
+                    crate::words::plural(b.split(|&c| c == b'\n').count(), "line", "lines")
                 )
             } else {
                 describe_binary(b)

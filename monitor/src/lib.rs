@@ -20,6 +20,7 @@ pub mod release;
 pub mod report;
 pub mod store;
 pub mod watch;
+pub mod words;
 
 pub use monitor::{Monitor, PollOutcome};
 /// Fetching, shared with the gateway.

@@ -224,12 +224,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         // The console's readers file is read as the console will read it.
         if let Some(file) = config.console.as_ref().and_then(|c| c.htpasswd.as_deref()) {
             let readers = monitor::console::readers::Readers::read(file).map_err(anyhow::Error::msg)?;
-            println!("{}: {}", file.display(), monitor::change::plural(readers.len(), "reader", "readers"));
+            println!("{}: {}", file.display(), monitor::words::plural(readers.len(), "reader", "readers"));
         }
         println!(
             "{}: {}, database {}",
             cli.config.display(),
-            monitor::change::plural(config.sites.len(), "site", "sites"),
+            monitor::words::plural(config.sites.len(), "site", "sites"),
             robotsgate_history::shown(config.database())
         );
         return Ok(ExitCode::SUCCESS);
@@ -284,7 +284,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             writeln!(
                 stdout,
                 "{site}: {} found, {} new{span}. Logs imported before are judged against them at their next `ingest`.",
-                monitor::change::plural(report.found, "state", "states"),
+                monitor::words::plural(report.found, "state", "states"),
                 report.new
             )?;
         }
@@ -312,7 +312,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     o.policy,
                     if o.new_revision { ", new revision" } else { "" },
                     if o.changed {
-                        format!(", changed ({})", monitor::change::plural(o.flips, "flip", "flips"))
+                        format!(", changed ({})", monitor::words::plural(o.flips, "flip", "flips"))
                     } else {
                         String::new()
                     },
@@ -340,8 +340,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     writeln!(
                         stdout,
                         "{path}: forgotten: {} taken out of the ledger; its {} will be read again by the next import",
-                        monitor::change::plural(f.requests, "crawler request", "crawler requests"),
-                        monitor::change::plural(f.lines, "line", "lines"),
+                        monitor::words::plural(f.requests, "crawler request", "crawler requests"),
+                        monitor::words::plural(f.lines, "line", "lines"),
                     )?;
                 } else {
                     writeln!(stdout, "{path}: no import of {site} has read this file; nothing to forget")?;
@@ -359,12 +359,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         stdout,
                         "{}: {} ({} read before), {} judged, {}, {} redirected, {}, {} for other hosts, {} not HTTP, {} malformed",
                         r.path,
-                        monitor::change::plural(r.lines, "line", "lines"),
+                        monitor::words::plural(r.lines, "line", "lines"),
                         r.already,
-                        monitor::change::plural(r.judged, "crawler request", "crawler requests"),
-                        monitor::change::plural(r.fetches, "robots.txt fetch", "robots.txt fetches"),
+                        monitor::words::plural(r.judged, "crawler request", "crawler requests"),
+                        monitor::words::plural(r.fetches, "robots.txt fetch", "robots.txt fetches"),
                         r.redirected,
-                        monitor::change::plural(r.others, "other client", "other clients"),
+                        monitor::words::plural(r.others, "other client", "other clients"),
                         r.other_hosts,
                         r.not_http,
                         r.malformed
@@ -376,9 +376,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         writeln!(
                             stdout,
                             "  {} older than compliance_retention ({}): not judged, as the ledger would delete them at once",
-                            monitor::change::plural(r.too_old, "request is", "requests are"),
+                            monitor::words::plural(r.too_old, "request is", "requests are"),
                             match m.config().compliance_retention.as_secs() {
-                                s if s % 86_400 == 0 => monitor::change::plural(s / 86_400, "day", "days"),
+                                s if s % 86_400 == 0 => monitor::words::plural(s / 86_400, "day", "days"),
                                 _ => humantime::format_duration(m.config().compliance_retention).to_string(),
                             }
                         )?;
@@ -393,14 +393,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         writeln!(
                             stdout,
                             "  {} read before, unjudged then, judged now against the history imported since",
-                            monitor::change::plural(r.rejudged, "request", "requests")
+                            monitor::words::plural(r.rejudged, "request", "requests")
                         )?;
                     }
                     if r.unjudged > 0 {
                         writeln!(
                             stdout,
                             "  {} came before the first robots.txt robotsgate knows of {site}: unjudged, not obeyed (there is no evidence of what the crawler could hold)",
-                            monitor::change::plural(r.unjudged, "crawler request", "crawler requests")
+                            monitor::words::plural(r.unjudged, "crawler request", "crawler requests")
                         )?;
                     }
                 }

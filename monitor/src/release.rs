@@ -73,7 +73,7 @@ pub async fn release(m: &Monitor, site: &str, revision: Option<i64>, by: &str) -
         ),
         None => format!(
             "{} of {site} released: every gateway sharing this database serves it at its next refresh.",
-            crate::change::plural(outcomes.len(), "held change", "held changes")
+            crate::words::plural(outcomes.len(), "held change", "held changes")
         ),
     };
     Ok(Released { site: site.to_string(), outcomes, notice })

@@ -131,7 +131,7 @@ fn letter_of(m: &Monitor, f: &Found, rule: Option<&str>) -> (String, String, Str
         f.crawler,
         f.identity,
         decided,
-        crate::change::plural(f.requests, "request", "requests"),
+        crate::words::plural(f.requests, "request", "requests"),
     );
     let samples: Vec<&str> = f.samples.lines().take(5).collect();
     let link = m.config().console.as_ref().and_then(|c| c.url.as_deref()).map(|base| {

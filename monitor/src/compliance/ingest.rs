@@ -587,7 +587,7 @@ impl Reader {
             let why = report.bad_samples.first().map_or(String::new(), |(_, why)| format!(" (line 1: {why})"));
             report.error = Some(format!(
                 "{shown}: none of its {} is a `{}` line{why}; nothing was counted, and the file is not marked read",
-                crate::change::plural(report.lines, "line", "lines"),
+                crate::words::plural(report.lines, "line", "lines"),
                 format.name()
             ));
             return Ok(report);

@@ -358,7 +358,7 @@ fn decided_words(v: &Decided, grace: bool) -> String {
         "{}{rule}{from} ({}): {} {span}, e.g. {}",
         v.words(grace),
         identity_words(&v.identity),
-        crate::change::plural(v.requests, "request", "requests"),
+        crate::words::plural(v.requests, "request", "requests"),
         v.samples.join(" ")
     )
 }
@@ -390,10 +390,10 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64, days: i64, crawler: Opt
             l.crawler,
             if l.operator.is_empty() { "unknown operator" } else { &l.operator },
             if l.purpose.is_empty() { "unknown purpose" } else { &l.purpose },
-            crate::change::plural(l.requests, "request", "requests"),
+            crate::words::plural(l.requests, "request", "requests"),
             l.obeyed,
             l.grace,
-            crate::change::plural(l.violations, "violation", "violations"),
+            crate::words::plural(l.violations, "violation", "violations"),
             if l.unjudged > 0 { format!(", {} unjudged", l.unjudged) } else { String::new() },
             ids.join(", ")
         );

@@ -235,9 +235,9 @@ pub fn chart(days: &[Day]) -> String {
              <rect class=\"violation\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{vh}\"/>\
              <rect class=\"grace\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{gh}\"/></g>",
             d.date,
-            crate::change::plural(d.violations, "violation", "violations"),
+            crate::words::plural(d.violations, "violation", "violations"),
             d.grace,
-            crate::change::plural(d.requests, "request", "requests"),
+            crate::words::plural(d.requests, "request", "requests"),
             base - vh,
             w - 4,
             base - vh - gh,

@@ -421,9 +421,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compliance { site, crawler, since, output } => {
             let days = monitor::console::compliance::window_days("--since", &since).map_err(anyhow::Error::msg)?;
             let crawler = crawler
-                .map(|c| monitor::compliance::report::crawler_named(&m, &c))
+                .map(|c| monitor::compliance::report::crawler_named(&m, "--crawler", &c))
                 .transpose()
-                .map_err(|why| anyhow::anyhow!(why.replacen("crawler=", "--crawler ", 1)))?;
+                .map_err(anyhow::Error::msg)?;
             let lines = monitor::compliance::report::summary(&m, &site, days, crawler.as_deref()).await?;
             if output == "json" {
                 writeln!(stdout, "{}", serde_json::to_string_pretty(&lines)?)?;

@@ -158,7 +158,12 @@ impl Decided {
 /// `crawlers:`), with the nearest token where one is a likely slip: the
 /// ledger only records crawlers the catalogue names, so any other name
 /// would read as "nothing recorded" and hide the typo.
-pub fn crawler_named(m: &Monitor, name: &str) -> Result<String, String> {
+///
+/// The refusal names the parameter as the caller spells it (`crawler` on
+/// the API, `--crawler` on the CLI) by `flag`, as [`window_days`] does.
+///
+/// [`window_days`]: crate::console::compliance::window_days
+pub fn crawler_named(m: &Monitor, flag: &str, name: &str) -> Result<String, String> {
     if let Some(c) = m.catalogue().get(name) {
         return Ok(c.token.clone());
     }
@@ -172,7 +177,7 @@ pub fn crawler_named(m: &Monitor, name: &str) -> Result<String, String> {
         Some(token) => format!("; did you mean `{token}`?"),
         None => " (a crawler of your own goes under the config's `crawlers:`)".to_string(),
     };
-    Err(format!("crawler=`{shown}` is no crawler robotsgate knows{hint}"))
+    Err(format!("{flag} `{shown}` is no crawler robotsgate knows{hint}"))
 }
 
 /// The catalogue token `name` is most likely a slip of: the lint's typo

@@ -53,7 +53,7 @@ impl Period {
     /// refused.
     fn read(&self, m: &Monitor) -> Result<(i64, Option<String>), String> {
         let days = self.days()?;
-        let crawler = self.crawler.as_deref().map(|c| report::crawler_named(m, c)).transpose()?;
+        let crawler = self.crawler.as_deref().map(|c| report::crawler_named(m, "crawler", c)).transpose()?;
         Ok((days, crawler))
     }
 }

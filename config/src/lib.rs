@@ -148,6 +148,12 @@ pub struct ProxySettings {
     /// environment variable `ROBOTSGATE_ADMIN_TOKEN`, which wins.
     #[serde(default)]
     pub admin_token: Option<String>,
+    /// A file holding the admin token (its first line), read at start: what
+    /// systemd's `LoadCredential=` gives (`$CREDENTIALS_DIRECTORY/admin-token`).
+    /// Every process started from the config, an upgrade's included, reads
+    /// the same token. `ROBOTSGATE_ADMIN_TOKEN` still wins.
+    #[serde(default)]
+    pub admin_token_file: Option<PathBuf>,
     /// Where last-known-good copies are kept across restarts.
     #[serde(default = "default_state_dir")]
     pub state_dir: PathBuf,
@@ -573,6 +579,33 @@ impl LogSource {
     }
 }
 
+/// The admin token's sources, in the order they win.
+impl ProxySettings {
+    /// The admin token: `ROBOTSGATE_ADMIN_TOKEN`, else `admin_token_file`'s
+    /// first line, else `admin_token`; `Ok(None)` with none. A file that
+    /// cannot be read, or is empty, is an error naming it.
+    pub fn admin_token(&self) -> Result<Option<String>, String> {
+        if let Some(t) = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty()) {
+            return Ok(Some(t.trim().to_string()));
+        }
+        if let Some(path) = &self.admin_token_file {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("proxy.admin_token_file: cannot read {}: {e}", path.display()))?;
+            let token = text.lines().next().unwrap_or("").trim();
+            if token.is_empty() {
+                return Err(format!("proxy.admin_token_file: {} holds no token on its first line", path.display()));
+            }
+            return Ok(Some(token.to_string()));
+        }
+        Ok(self.admin_token.clone())
+    }
+
+    /// Whether the config itself gives a token (not the environment).
+    pub fn configures_token(&self) -> bool {
+        self.admin_token.is_some() || self.admin_token_file.is_some()
+    }
+}
+
 /// Where the monitor reads a site's robots.txt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -580,8 +613,49 @@ pub enum Source {
     Url(String),
     /// Read from disk and watched.
     File(PathBuf),
-    /// Neither: the site is only fronted by the proxy.
+    /// Neither, but gateways front it: its origin, asked the way
+    /// robots-proxy asks it (`proxy.origin`, naming the site's host).
+    Origin {
+        /// `host:port`.
+        origin: String,
+        /// The name sent as `Host` and SNI (`proxy.sni`, else the first host).
+        host: String,
+        /// Over TLS.
+        tls: bool,
+    },
+    /// Gateways serve this text (`proxy.robots_static`): the config is
+    /// the file.
+    Static(String),
+    /// Nothing to read: no `url`, `file` or `proxy`.
     None,
+}
+
+impl Source {
+    /// Where the site's robots.txt is read, as alerts, pages and
+    /// `check-config` name it.
+    pub fn location(&self) -> String {
+        match self {
+            Source::Url(u) => u.clone(),
+            Source::File(p) => p.display().to_string(),
+            Source::Origin { origin, host, tls } => {
+                let scheme = if *tls { "https" } else { "http" };
+                format!("{scheme}://{host}/robots.txt at the gateway's origin {origin}")
+            }
+            Source::Static(_) => "the gateway's robots_static text".to_string(),
+            Source::None => String::new(),
+        }
+    }
+
+    /// How the monitor watches the site, in words.
+    pub fn how(&self) -> &'static str {
+        match self {
+            Source::Url(_) => "polled (url)",
+            Source::File(_) => "watched file",
+            Source::Origin { .. } => "polled at the gateway's origin (proxy.origin), as robots-proxy fetches it",
+            Source::Static(_) => "static text the gateway serves (proxy.robots_static)",
+            Source::None => "not watched",
+        }
+    }
 }
 
 impl Site {
@@ -597,10 +671,20 @@ impl Site {
 
     /// Where the monitor reads this site's robots.txt.
     pub fn source(&self) -> Source {
-        match (&self.url, &self.file) {
-            (Some(u), _) => Source::Url(u.clone()),
-            (None, Some(f)) => Source::File(f.clone()),
-            (None, None) => Source::None,
+        match (&self.url, &self.file, &self.proxy) {
+            (Some(u), _, _) => Source::Url(u.clone()),
+            (None, Some(f), _) => Source::File(f.clone()),
+            // What the gateways serve is what the monitor watches.
+            (None, None, Some(p)) => match (&p.robots_static, &p.robots_file) {
+                (Some(text), _) => Source::Static(text.clone()),
+                (None, Some(f)) => Source::File(f.clone()),
+                (None, None) => Source::Origin {
+                    origin: p.origin.clone(),
+                    host: p.sni.clone().or_else(|| p.hosts.first().cloned()).unwrap_or_default(),
+                    tls: p.origin_tls,
+                },
+            },
+            (None, None, None) => Source::None,
         }
     }
 }

@@ -3,6 +3,8 @@
 //! requests). A 4xx or 5xx is an outcome, not an error. Both the monitor and
 //! the gateway fetch through this crate, so they see origins the same way.
 
+pub mod origin;
+
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -162,6 +164,17 @@ fn done(
 ) -> Observation {
     outcome.fetched_at = SystemTime::now();
     Observation { outcome, latency: started.elapsed(), not_modified, etag, last_modified }
+}
+
+/// A robots.txt given as text (a gateway's `robots_static`): a 200 with
+/// that body, as a file of the same bytes would read.
+pub fn given(body: &[u8]) -> Observation {
+    let mut body = body.to_vec();
+    let truncated = body.len() > BODY_CAP;
+    body.truncate(BODY_CAP);
+    let mut outcome = FetchOutcome::status(200).with_body(body);
+    outcome.truncated = truncated;
+    done(outcome, Instant::now(), false, None, None)
 }
 
 /// Reads a local robots.txt. A missing file is a 404 (there is no file); a

@@ -33,38 +33,98 @@ pub struct Held {
     pub released_at: Option<i64>,
     /// Who released it.
     pub released_by: Option<String>,
+    /// When the gateway stopped holding it for another reason (Unix ms).
+    pub ended_at: Option<i64>,
+    /// Why it stopped: a file that breaks nothing came, or the good copy
+    /// outlived `max_staleness`.
+    pub ended_why: Option<String>,
+    /// Which hold of this outcome it is (0, then 1 when held again after it ended).
+    pub episode: i64,
+    /// The sentence the alert opens with, as the gateway judged it.
+    pub summary: Option<String>,
 }
 
-/// Records that a gateway holds `outcome` of `site` at `at` (Unix ms),
-/// with the body when it is a file (kept as a revision, so nothing the
-/// origin said is lost). Safe from many gateways at once: the first hold
-/// time stays the earliest, the last the latest, and a release stands.
-pub async fn record_hold(
-    conn: &mut AnyConnection,
-    site: &str,
-    outcome: &str,
-    status: Option<u16>,
-    body: Option<&[u8]>,
-    breaks: &str,
-    at: i64,
-) -> Result<(), sqlx::Error> {
-    if let Some(body) = body {
-        crate::record(conn, site, body, at).await?;
+impl Held {
+    /// Whether a gateway holds it now: held, neither released nor ended.
+    pub fn active(&self) -> bool {
+        self.released_at.is_none() && self.ended_at.is_none() && !self.breaks.is_empty()
+    }
+}
+
+/// A hold as a gateway records it.
+#[derive(Clone, Copy, Debug)]
+pub struct Holding<'a> {
+    /// The site.
+    pub site: &'a str,
+    /// The body's hash, or `status:NNN`.
+    pub outcome: &'a str,
+    /// The origin's status.
+    pub status: Option<u16>,
+    /// The held body, when the origin answered with a file.
+    pub body: Option<&'a [u8]>,
+    /// What it breaks, one group a line.
+    pub breaks: &'a str,
+    /// The sentence the alert opens with.
+    pub summary: &'a str,
+    /// When the gateway fetched what it holds (Unix ms).
+    pub at: i64,
+}
+
+/// Records that a gateway holds `h.outcome` of `h.site` at `h.at`, with
+/// the body when it is a file (kept as a revision, so nothing the origin
+/// said is lost). Safe from many gateways at once: the first hold time
+/// stays the earliest, the last the latest, and a release stands. A hold
+/// of an outcome whose last hold ended before `h.at` is a new episode (a
+/// new alert); one fetched before that end (a slower replica) is not.
+pub async fn record_hold(conn: &mut AnyConnection, h: &Holding<'_>) -> Result<(), sqlx::Error> {
+    if let Some(body) = h.body {
+        crate::record(conn, h.site, body, h.at).await?;
     }
     sqlx::query(
-        "INSERT INTO gate_holds (site, outcome, status, breaks, first_held, last_held) VALUES ($1, $2, $3, $4, $5, $5) \
-         ON CONFLICT (site, outcome) DO UPDATE SET breaks = excluded.breaks, \
+        "INSERT INTO gate_holds (site, outcome, status, breaks, summary, first_held, last_held) VALUES ($1, $2, $3, $4, $5, $6, $6) \
+         ON CONFLICT (site, outcome) DO UPDATE SET breaks = excluded.breaks, summary = excluded.summary, \
+         episode = CASE WHEN gate_holds.ended_at IS NOT NULL AND gate_holds.released_at IS NULL AND excluded.last_held > gate_holds.ended_at \
+             THEN gate_holds.episode + 1 ELSE gate_holds.episode END, \
+         first_held = CASE WHEN gate_holds.ended_at IS NOT NULL AND gate_holds.released_at IS NULL AND excluded.last_held > gate_holds.ended_at \
+             THEN excluded.first_held WHEN gate_holds.first_held > excluded.first_held THEN excluded.first_held ELSE gate_holds.first_held END, \
          last_held = CASE WHEN gate_holds.last_held < excluded.last_held THEN excluded.last_held ELSE gate_holds.last_held END, \
-         first_held = CASE WHEN gate_holds.first_held > excluded.first_held THEN excluded.first_held ELSE gate_holds.first_held END",
+         ended_why = CASE WHEN gate_holds.ended_at IS NOT NULL AND gate_holds.released_at IS NULL AND excluded.last_held > gate_holds.ended_at \
+             THEN NULL ELSE gate_holds.ended_why END, \
+         ended_at = CASE WHEN gate_holds.ended_at IS NOT NULL AND gate_holds.released_at IS NULL AND excluded.last_held > gate_holds.ended_at \
+             THEN NULL ELSE gate_holds.ended_at END",
     )
-    .bind(site)
-    .bind(outcome)
-    .bind(status.map(i32::from))
-    .bind(breaks)
-    .bind(at)
+    .bind(h.site)
+    .bind(h.outcome)
+    .bind(h.status.map(i32::from))
+    .bind(h.breaks)
+    .bind(h.summary)
+    .bind(h.at)
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// Records that a gateway stopped holding `outcome` of `site` at `at` for
+/// `why` (a release records itself). A hold another gateway recorded after
+/// `at` still stands.
+pub async fn end_hold(
+    conn: &mut AnyConnection,
+    site: &str,
+    outcome: &str,
+    why: &str,
+    at: i64,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE gate_holds SET ended_at = $3, ended_why = $4 \
+         WHERE site = $1 AND outcome = $2 AND ended_at IS NULL AND released_at IS NULL AND last_held <= $3",
+    )
+    .bind(site)
+    .bind(outcome)
+    .bind(at)
+    .bind(why)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() > 0)
 }
 
 /// Releases `outcome` of `site` (every unreleased hold of the site when
@@ -95,13 +155,17 @@ pub async fn release(
             Ok(vec![outcome.to_string()])
         }
         None => {
-            let rows = sqlx::query("SELECT outcome FROM gate_holds WHERE site = $1 AND released_at IS NULL")
+            // Only what a gateway holds now: a hold that ended is no longer held.
+            let rows = sqlx::query(
+                "SELECT outcome FROM gate_holds WHERE site = $1 AND released_at IS NULL AND ended_at IS NULL",
+            )
                 .bind(site)
                 .fetch_all(&mut *conn)
                 .await?;
             let outcomes: Vec<String> = rows.iter().map(|r| r.try_get("outcome")).collect::<Result<_, _>>()?;
             sqlx::query(
-                "UPDATE gate_holds SET released_at = $2, released_by = $3 WHERE site = $1 AND released_at IS NULL",
+                "UPDATE gate_holds SET released_at = $2, released_by = $3 \
+                 WHERE site = $1 AND released_at IS NULL AND ended_at IS NULL",
             )
             .bind(site)
             .bind(at)
@@ -125,14 +189,15 @@ pub async fn is_released(pool: &AnyPool, site: &str, outcome: &str) -> Result<bo
     Ok(row.try_get::<i64, _>("n")? > 0)
 }
 
-/// The holds of `site` (every site when `None`), newest first, released
-/// ones included when `released`.
+/// The holds of `site` (every site when `None`), newest first: those a
+/// gateway holds now, or every one, released and ended included, when
+/// `released`.
 pub async fn holds(pool: &AnyPool, site: Option<&str>, released: bool) -> Result<Vec<Held>, sqlx::Error> {
     // Spelled out per case: PostgreSQL cannot type a parameter that is only
     // compared with NULL.
-    let released = if released { "" } else { " AND released_at IS NULL" };
-    let columns =
-        "SELECT site, outcome, status, breaks, first_held, last_held, released_at, released_by FROM gate_holds";
+    let released = if released { "" } else { " AND released_at IS NULL AND ended_at IS NULL AND breaks <> ''" };
+    let columns = "SELECT site, outcome, status, breaks, first_held, last_held, released_at, released_by, \
+         ended_at, ended_why, episode, summary FROM gate_holds";
     let rows = match site {
         Some(site) => {
             sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -150,8 +215,10 @@ pub async fn holds(pool: &AnyPool, site: Option<&str>, released: bool) -> Result
             .await?
         }
     };
-    rows.iter()
-        .map(|r| {
+    rows.iter().map(held_row).collect()
+}
+
+fn held_row(r: &sqlx::any::AnyRow) -> Result<Held, sqlx::Error> {
             Ok(Held {
                 site: r.try_get("site")?,
                 outcome: r.try_get("outcome")?,
@@ -161,9 +228,77 @@ pub async fn holds(pool: &AnyPool, site: Option<&str>, released: bool) -> Result
                 last_held: r.try_get("last_held")?,
                 released_at: r.try_get("released_at")?,
                 released_by: r.try_get("released_by")?,
+                ended_at: r.try_get("ended_at")?,
+                ended_why: r.try_get("ended_why")?,
+                episode: r.try_get("episode")?,
+                summary: r.try_get("summary")?,
             })
-        })
-        .collect()
+}
+
+/// Holds no alert was raised for yet: a gateway holds them now, and no
+/// monitor claimed their episode ([`claim_alert`]).
+pub async fn unalerted(pool: &AnyPool) -> Result<Vec<Held>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT site, outcome, status, breaks, first_held, last_held, released_at, released_by, \
+         ended_at, ended_why, episode, summary FROM gate_holds h \
+         WHERE released_at IS NULL AND ended_at IS NULL AND breaks <> '' AND NOT EXISTS \
+         (SELECT 1 FROM gate_alerts a WHERE a.site = h.site AND a.outcome = h.outcome AND a.episode = h.episode) \
+         ORDER BY first_held",
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(held_row).collect()
+}
+
+/// Claims the alert of `outcome` of `site`, for the episode the database
+/// holds (the first when no gateway recorded it yet), in the caller's
+/// transaction: `Some(id)` when this caller raises it, `None` when someone
+/// did already.
+pub async fn claim_alert(
+    conn: &mut AnyConnection,
+    site: &str,
+    outcome: &str,
+    at: i64,
+) -> Result<Option<i64>, sqlx::Error> {
+    let row = sqlx::query(
+        "INSERT INTO gate_alerts (site, outcome, episode, raised_at) \
+         VALUES ($1, $2, COALESCE((SELECT episode FROM gate_holds WHERE site = $1 AND outcome = $2), 0), $3) \
+         ON CONFLICT (site, outcome, episode) DO NOTHING RETURNING id",
+    )
+    .bind(site)
+    .bind(outcome)
+    .bind(at)
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.map(|r| r.try_get::<i64, _>("id")).transpose()
+}
+
+/// Raised alerts whose hold is over (released, ended, or held again as a
+/// later episode) and whose resolved notice was not sent: the alert's id
+/// with its hold.
+pub async fn ended_unresolved(pool: &AnyPool) -> Result<Vec<(i64, Held)>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT a.id AS alert_id, h.site, h.outcome, h.status, h.breaks, h.first_held, h.last_held, h.released_at, \
+         h.released_by, h.ended_at, h.ended_why, h.episode, h.summary \
+         FROM gate_alerts a JOIN gate_holds h ON h.site = a.site AND h.outcome = a.outcome \
+         WHERE a.resolved_at IS NULL AND h.breaks <> '' \
+         AND (h.released_at IS NOT NULL OR h.ended_at IS NOT NULL OR h.episode > a.episode) \
+         ORDER BY a.id",
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(|r| Ok((r.try_get("alert_id")?, held_row(r)?))).collect()
+}
+
+/// Marks the alert `id` resolved at `at`, in the caller's transaction;
+/// false when another monitor did first.
+pub async fn resolve_alert(conn: &mut AnyConnection, id: i64, at: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("UPDATE gate_alerts SET resolved_at = $2 WHERE id = $1 AND resolved_at IS NULL")
+        .bind(id)
+        .bind(at)
+        .execute(&mut *conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 #[cfg(test)]
@@ -180,8 +315,17 @@ mod tests {
             let mut conn = db.pool.acquire().await.unwrap();
             record(&mut conn, "shop", b"good", 1_000).await.unwrap();
             let bad = crate::body_hash(b"bad");
-            record_hold(&mut conn, "shop", &bad, Some(200), Some(b"bad"), "it disallows /", 2_000).await.unwrap();
-            record_hold(&mut conn, "shop", &bad, Some(200), Some(b"bad"), "it disallows /", 1_500).await.unwrap();
+            let holding = |at| Holding {
+                site: "shop",
+                outcome: &bad,
+                status: Some(200),
+                body: Some(b"bad"),
+                breaks: "it disallows /",
+                summary: "it disallows /",
+                at,
+            };
+            record_hold(&mut conn, &holding(2_000)).await.unwrap();
+            record_hold(&mut conn, &holding(1_500)).await.unwrap();
             drop(conn);
             let seen = latest(&db.pool, "shop", 5).await.unwrap();
             assert_eq!(seen.len(), 1, "the held body is kept as a revision but is no good copy");

@@ -92,6 +92,7 @@ async fn main() -> anyhow::Result<()> {
                         alert: None,
                         severity: "info",
                         channels: Vec::new(),
+                        held_outcome: None,
                     });
                     let committed = store.commit(&rec, new_state.as_ref()).await?.expect("one writer per site");
                     if committed.state_id.is_some() {

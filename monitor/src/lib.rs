@@ -10,6 +10,7 @@ pub mod console;
 pub mod counters;
 pub mod digest;
 pub mod excerpt;
+pub mod holds;
 pub mod import_history;
 pub mod letter;
 pub mod links;

@@ -232,6 +232,23 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             monitor::words::plural(config.sites.len(), "site", "sites"),
             robotsgate_history::shown(config.database())
         );
+        // How each site is watched, and whether its gateways' holds reach
+        // the monitor (they do through a `database:` both daemons name).
+        for site in &config.sites {
+            let source = site.source();
+            let mut line = format!("  {}: {}", site.name, source.how());
+            if !matches!(source, robotsgate_config::Source::None | robotsgate_config::Source::Static(_)) {
+                line.push_str(&format!(" ({})", source.location()));
+            }
+            if site.proxy.is_some() {
+                line.push_str(match (&config.database, site.gate) {
+                    (_, robotsgate_config::GateMode::Off) => "; gate off",
+                    (Some(_), _) => "; fronted by robots-proxy, whose holds reach the monitor through the database",
+                    (None, _) => "; fronted by robots-proxy with no `database:`, so its holds stay on each gateway (see /status)",
+                });
+            }
+            println!("{line}");
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let base = monitor::monitor::base_dir(&cli.config);

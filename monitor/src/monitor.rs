@@ -96,6 +96,8 @@ pub struct Monitor {
     owner: String,
     known: Mutex<HashMap<String, Known>>,
     catalogue: robotsgate_crawlers::Catalogue,
+    /// Clients for the origins of sites only gateways front.
+    origins: source::origin::Origins,
 }
 
 /// Unix milliseconds.
@@ -120,7 +122,8 @@ impl Monitor {
     /// clients. `base` is the directory relative database paths are under.
     pub async fn build(mut config: Config, base: &Path) -> anyhow::Result<Monitor> {
         use anyhow::Context;
-        // Sites only the proxy fronts have nothing for the monitor to read.
+        // A site only gateways front is polled at its origin (`Source::Origin`);
+        // only a site with nothing at all to read is left out.
         config.sites.retain(|s| s.source() != Source::None);
         let store = Store::open(config.database(), base).await?;
         let names: Vec<&str> = config.sites.iter().map(|s| s.name.as_str()).collect();
@@ -131,7 +134,15 @@ impl Monitor {
         let owner = format!("{}:{}", std::process::id(), now_ms());
         // Checked when the config was loaded.
         let catalogue = config.catalogue().context("crawlers")?;
-        Ok(Monitor { config, store, client, mailer, owner, known: Mutex::new(HashMap::new()), catalogue })
+        let ca = match config.proxy.as_ref().and_then(|p| p.origin_ca_file.as_ref()) {
+            Some(path) => {
+                let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+                Some(reqwest::Certificate::from_pem(&pem).with_context(|| format!("{} is not PEM", path.display()))?)
+            }
+            None => None,
+        };
+        let origins = source::origin::Origins::new(config.http.timeout, &config.http.user_agent, ca);
+        Ok(Monitor { config, store, client, mailer, owner, known: Mutex::new(HashMap::new()), catalogue, origins })
     }
 
     /// This process's lease owner id (`PID:START_MS`), as `sites.leased_by` holds it.
@@ -182,6 +193,11 @@ impl Monitor {
         match site.source() {
             Source::Url(url) => source::fetch_remote(&self.client, &url, validators).await,
             Source::File(path) => source::read_local(&path).await,
+            Source::Origin { origin, host, tls } => {
+                let at = source::origin::OriginAddress { origin: &origin, host: &host, tls };
+                self.origins.fetch(&site.name, at, validators).await
+            }
+            Source::Static(text) => source::given(text.as_bytes()),
             // Such sites are dropped in `build`; should one get here, say
             // so as a failure rather than invent an answer.
             Source::None => source::unreachable(rules::TransportError::Other),
@@ -288,6 +304,13 @@ impl Monitor {
                 };
                 let alert = change::alert(&change);
                 let severity = change::severity(&change);
+                let held_outcome = change.gate.as_ref().filter(|g| g.held).map(|_| match &policy {
+                    Policy::AllowAll(rules::Reason::ClientError(status)) => {
+                        robotsgate_history::gate::outcome_of_status(*status)
+                    }
+                    Policy::AllowAll(_) => robotsgate_history::gate::outcome_of_status(outcome.status.unwrap_or(404)),
+                    _ => hash.clone(),
+                });
                 let channels = match alert {
                     Some(_) => self.channels_for(&site.name, severity),
                     None => Vec::new(),
@@ -305,6 +328,7 @@ impl Monitor {
                     },
                     verdicts: change::verdicts(&policy, &targets, &agents),
                     alert,
+                    held_outcome,
                 }
             });
             // The bytes of the current state's revision need no write, but
@@ -373,7 +397,7 @@ impl Monitor {
     }
 
     /// The console's public address, for links in alerts.
-    fn console_url(&self) -> Option<&str> {
+    pub(crate) fn console_url(&self) -> Option<&str> {
         self.config.console.as_ref().and_then(|c| c.url.as_deref())
     }
 
@@ -408,7 +432,7 @@ impl Monitor {
 
     /// The channels that deliver an alert of `severity` about `site` one by
     /// one (digest channels collect theirs in their digest instead).
-    fn channels_for(&self, site: &str, severity: robotsgate_config::AlertSeverity) -> Vec<String> {
+    pub(crate) fn channels_for(&self, site: &str, severity: robotsgate_config::AlertSeverity) -> Vec<String> {
         self.config
             .channels
             .iter()
@@ -455,10 +479,14 @@ impl Monitor {
         Ok(known)
     }
 
-    /// Sends every alert that is due, by mail and to its channels; returns
+    /// Queues the alerts of holds the gateways recorded ([`crate::holds`]),
+    /// then sends every alert that is due, by mail and to its channels; returns
     /// how many were sent. Without email configured, alerts stay recorded
     /// (and were logged when queued).
     pub async fn deliver_once(&self) -> Result<usize, StoreError> {
+        // Holds the gateways recorded raise their alerts first, so that they
+        // go out in this round.
+        crate::holds::raise(self).await?;
         let mut sent = self.deliver_channels().await?;
         if self.config.channels.iter().any(|c| c.digest.is_some()) {
             sent += crate::digest::deliver(&self.store, &self.client, &self.config.channels, now_ms).await?;
@@ -654,9 +682,5 @@ pub fn base_dir(config_path: &Path) -> PathBuf {
 
 /// Where a site's robots.txt lives, as alerts name it.
 fn location(site: &Site) -> String {
-    match site.source() {
-        Source::Url(u) => u,
-        Source::File(p) => p.display().to_string(),
-        Source::None => String::new(),
-    }
+    site.source().location()
 }

@@ -28,7 +28,8 @@ pub enum StoreError {
     },
 }
 
-fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+/// Names what the store was doing when a query failed.
+pub(crate) fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |source| StoreError::Query { doing, source }
 }
 
@@ -162,6 +163,11 @@ pub struct NewState {
     pub severity: &'static str,
     /// The channels (besides email) the alert goes to.
     pub channels: Vec<String>,
+    /// The outcome (body hash or `status:NNN`) when the change is one the
+    /// gate holds at the edge: its alert is the hold's, raised once whether
+    /// this poll or a gateway's hold record comes first
+    /// (`robotsgate_history::gate::claim_alert`).
+    pub held_outcome: Option<String>,
 }
 
 /// A site's fetches in one UTC day.
@@ -445,7 +451,14 @@ impl Store {
                 }
                 insert.execute(&mut *tx).await.map_err(q("recording verdicts"))?;
             }
-            if let Some(alert) = &state.alert {
+            let raised_by_hold = match &state.held_outcome {
+                Some(outcome) => robotsgate_history::gate::claim_alert(&mut tx, &rec.site, outcome, rec.at)
+                    .await
+                    .map_err(q("claiming a hold's alert"))?
+                    .is_none(),
+                None => false,
+            };
+            if let Some(alert) = state.alert.as_ref().filter(|_| !raised_by_hold) {
                 let queued = QueuedAlert { alert, severity: state.severity, channels: &state.channels, kind: "change" };
                 queue_alert(&mut tx, &rec.site, state_id, rec.at, &queued).await?;
                 out.alerted = true;

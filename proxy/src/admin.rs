@@ -54,6 +54,23 @@ fn reply(status: u16, content_type: &str, body: String) -> Response<Vec<u8>> {
 }
 
 impl Admin {
+    /// `/healthz`: ready, and whether every site has a copy to serve. A
+    /// site with none passes its origin's answers through unjudged; with
+    /// `?require=copy` that is a 503, for a readiness probe that wants
+    /// enforcement from the first answer.
+    fn healthz(&self, require_copy: bool) -> Response<Vec<u8>> {
+        let mut bare: Vec<&str> = self.store.sites().filter(|s| matches!(*self.store.state(s), State::Unknown)).collect();
+        bare.sort_unstable();
+        if bare.is_empty() {
+            return reply(200, "text/plain", "ok: ready, with a copy for every site\n".into());
+        }
+        let body = format!(
+            "ok: ready, nothing to serve yet for {}: robots.txt and every request pass to the origin unjudged until a copy arrives\n",
+            bare.join(", ")
+        );
+        reply(if require_copy { 503 } else { 200 }, "text/plain", body)
+    }
+
     fn status_json(&self) -> String {
         let mut sites: Vec<&str> = self.store.sites().collect();
         sites.sort_unstable();
@@ -90,6 +107,9 @@ impl Admin {
                     "origin_cut": cut,
                     "held": health.held.as_ref().map(|h| h.json()),
                     "would_have_held": health.would_hold.as_ref().map(|h| h.json()),
+                    "pass_through": matches!(&*state, State::Unknown).then_some(
+                        "no copy on disk, in the database or from the origin yet: robots.txt and every request pass to the origin unjudged"
+                    ),
                 })
             })
             .collect();
@@ -131,7 +151,10 @@ impl ServeHttp for Admin {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
         let path = session.req_header().uri.path().to_string();
         match path.as_str() {
-            "/healthz" => reply(200, "text/plain", "ok\n".into()),
+            "/healthz" => {
+                let query = session.req_header().uri.query().unwrap_or("");
+                self.healthz(query.split('&').any(|p| p == "require=copy"))
+            }
             "/metrics" => {
                 if let Some(id) = &self.identity {
                     self.metrics.set_feeds(&id.feed_status(), now_secs());

@@ -63,9 +63,11 @@ impl Hold {
         rules::gate::summary(&self.breaches)
     }
 
-    /// What it breaks, one declaration a line, as the database keeps it.
+    /// What it breaks, one line per page and deciding line with its
+    /// crawlers ([`rules::gate::grouped`]), as the database keeps it and
+    /// the console and alerts show it.
     pub fn lines(&self) -> String {
-        self.breaches.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+        rules::gate::grouped(&self.breaches).iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
     }
 
     /// The `/status` form.
@@ -91,6 +93,7 @@ impl Hold {
             "status": self.status,
             "since": ms(self.since),
             "summary": self.summary(),
+            "grouped": rules::gate::grouped(&self.breaches).iter().map(ToString::to_string).collect::<Vec<_>>(),
             "breaks": breaks,
         })
     }

@@ -104,6 +104,11 @@ enum Command {
         /// How long the new process may take to start listening.
         #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
         timeout: std::time::Duration,
+        /// Let the new process log to this command's standard output and
+        /// error when the old process's cannot be reopened (a journal socket
+        /// outside systemd's `ExecReload=`). Without it, upgrade refuses.
+        #[arg(long)]
+        logs_here: bool,
     },
     #[command(flatten)]
     Shell(robotsgate_shell::Command),
@@ -210,11 +215,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         bail!("{}: no `proxy:` section; see config.example.yaml", cli.config.display());
     };
     let upgrade_sock = settings.upgrade_sock.clone().unwrap_or_else(|| settings.state_dir.join("upgrade.sock"));
-    if let Some(Command::Upgrade { from, timeout }) = cli.command {
+    if let Some(Command::Upgrade { from, timeout, logs_here }) = cli.command {
         let exe = std::env::current_exe().context("finding this binary")?;
         std::fs::create_dir_all(upgrade_sock.parent().unwrap_or(std::path::Path::new(".")))
             .with_context(|| format!("creating the folder of {}", upgrade_sock.display()))?;
-        match proxy::upgrade::hand_over(&exe, &cli.config, from, &upgrade_sock, timeout) {
+        // What the old process had that this shell may not: its admin token
+        // and robotsgate's other variables, and where it logs.
+        let inherited = match proxy::upgrade::Inherited::from(from, settings.configures_token(), logs_here) {
+            Ok(inherited) => inherited,
+            Err(why) => {
+                eprintln!("robots-proxy: upgrade not started, {from} serves on: {why}");
+                std::process::exit(2);
+            }
+        };
+        match proxy::upgrade::hand_over(&exe, &cli.config, from, &upgrade_sock, timeout, inherited) {
             proxy::upgrade::Outcome::Done(pid) => {
                 println!("robots-proxy {pid} took the listeners over from {from}");
                 return Ok(());
@@ -335,6 +349,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(shared) => refresher.with_shared(Arc::clone(shared)),
         None => refresher,
     };
+    // Enforcement from the first answer: a site with no disk copy takes the
+    // fleet's before any listener opens. The link is its own, on a runtime
+    // that ends here (a pool must not outlive the runtime that opened it).
+    if let Some(database) = &config.database {
+        let base = cli.config.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        let boot = Shared::new(database, base);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        runtime.block_on(async {
+            refresher.adopt_before_start(&boot).await;
+            boot.close().await;
+        });
+    }
 
     let mut hosts = HashMap::new();
     for (name, p) in &fronted {
@@ -459,7 +485,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ));
     }
 
-    let token = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().or(settings.admin_token.clone());
+    let token = settings.admin_token().map_err(anyhow::Error::msg)?;
     let mut admin = Service::new(
         "robotsgate admin".to_string(),
         Admin { store, metrics, token, refresh_now, identity, ledger, shared: shared.clone() },

@@ -9,7 +9,6 @@
 //!   keeps the last-known-good copy while it is younger than the configured
 //!   staleness; with no such copy, the origin's answer passes through.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -46,16 +45,11 @@ pub struct Refresher {
     metrics: Arc<Metrics>,
     interval: Duration,
     max_staleness: Duration,
-    timeout: Duration,
-    user_agent: String,
     /// Wakes the refresher before its interval ends (`POST /refresh`).
     now: Arc<tokio::sync::Notify>,
-    /// CA certificates trusted for TLS origins, if not the system's.
-    origin_ca: Option<reqwest::Certificate>,
-    /// One HTTP client per site, for the address it pins the site's host
-    /// to: building a client loads the CA bundle, which costs far more CPU
-    /// than the fetch, so it is rebuilt only when the address changes.
-    clients: std::sync::Mutex<std::collections::HashMap<String, (SocketAddr, reqwest::Client)>>,
+    /// The origins' HTTP clients (the monitor fetches a gateway-only
+    /// site through the same code).
+    origins: robotsgate_fetch::origin::Origins,
     /// Last good copies shared with other gateways and the monitor, when
     /// the config names a database.
     shared: Option<Arc<Shared>>,
@@ -95,20 +89,21 @@ impl Refresher {
             metrics,
             interval: settings.refresh,
             max_staleness: settings.max_staleness,
-            timeout: http.timeout,
-            user_agent: http.user_agent.replace("monitor", "proxy"),
             now,
-            clients: Default::default(),
             shared: None,
             catalogue: robotsgate_crawlers::Catalogue::builtin().clone(),
-            origin_ca: settings.origin_ca_file.as_ref().and_then(|path| {
-                let pem = std::fs::read(path)
-                    .map_err(|e| tracing::error!(file = %path.display(), "cannot read origin_ca_file: {e}"))
-                    .ok()?;
-                reqwest::Certificate::from_pem(&pem)
-                    .map_err(|e| tracing::error!(file = %path.display(), "origin_ca_file is not PEM: {e}"))
-                    .ok()
-            }),
+            origins: robotsgate_fetch::origin::Origins::new(
+                http.timeout,
+                &http.user_agent.replace("monitor", "proxy"),
+                settings.origin_ca_file.as_ref().and_then(|path| {
+                    let pem = std::fs::read(path)
+                        .map_err(|e| tracing::error!(file = %path.display(), "cannot read origin_ca_file: {e}"))
+                        .ok()?;
+                    reqwest::Certificate::from_pem(&pem)
+                        .map_err(|e| tracing::error!(file = %path.display(), "origin_ca_file is not PEM: {e}"))
+                        .ok()
+                }),
+            ),
         }
     }
 
@@ -128,7 +123,22 @@ impl Refresher {
     /// newer than the one served, and while it is younger than the
     /// staleness limit; a copy fresh from the origin is never replaced.
     pub async fn adopt_shared(&self, site: &SiteRobots) {
-        let Some(shared) = &self.shared else { return };
+        if let Some(shared) = &self.shared {
+            self.adopt_from(shared, site).await;
+        }
+    }
+
+    /// Takes every site's copy from the fleet's database through `shared`
+    /// before the gateway accepts traffic, so that its first answer already
+    /// serves (and enforces) what the fleet serves. `shared` is a link of
+    /// its own, opened and closed on the runtime that calls this.
+    pub async fn adopt_before_start(&self, shared: &Shared) {
+        for site in &self.sites {
+            self.adopt_from(shared, site).await;
+        }
+    }
+
+    async fn adopt_from(&self, shared: &Shared, site: &SiteRobots) {
         if static_text(&site.proxy).is_some() {
             return;
         }
@@ -138,29 +148,21 @@ impl Refresher {
             _ => None,
         };
         let now = SystemTime::now();
-        let newest = shared.latest(&site.name).await.into_iter().find(|(body, good_at)| {
-            // A copy with our managed groups in it is what a gateway served
-            // (the monitor polling through one): merging again would double them.
-            let merged = memchr::memmem::find(body, MANAGED_MARK).is_some();
-            now.duration_since(*good_at).unwrap_or_default() <= self.max_staleness && servable(body) && !merged
-        });
-        let Some((body, good_at)) = newest else { return };
+        let candidates: Vec<(Vec<u8>, SystemTime)> = shared
+            .latest(&site.name)
+            .await
+            .into_iter()
+            .filter(|(body, good_at)| {
+                // A copy with our managed groups in it is what a gateway served
+                // (the monitor polling through one): merging again would double them.
+                let merged = memchr::memmem::find(body, MANAGED_MARK).is_some();
+                now.duration_since(*good_at).unwrap_or_default() <= self.max_staleness && servable(body) && !merged
+            })
+            .collect();
+        let Some(pick) = self.first_unheld(shared, site, &candidates).await else { return };
+        let (body, good_at) = candidates[pick].clone();
         if held.is_some_and(|held| held >= good_at) {
             return;
-        }
-        // A copy another process recorded before any gateway held it (the
-        // monitor polling the origin, say) is judged as a fetch would be.
-        if let State::Serve(current) = &*self.store.state(&site.name)
-            && site.declared.mode == rules::gate::Mode::Hold
-        {
-            let (old, new) = (Policy::Rules(current.robots.clone()), Policy::Rules(rules::Robots::parse(&body)));
-            let key = crate::gate::outcome_key(&body);
-            if !rules::gate::breaches(&old, &new, &site.declared.pins, &site.declared.floor).is_empty()
-                && !self.store.is_released(&site.name, &key)
-                && !self.released_in_fleet(&site.name, &key).await
-            {
-                return;
-            }
         }
         if let Err(e) = self.store.persist(&site.name, &body, good_at) {
             tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
@@ -169,6 +171,48 @@ impl Refresher {
         let served = self.serve_good(site, Bytes::from(body), None, good_at, Origin::LastGood);
         self.store.set(&site.name, State::Serve(Arc::new(served)));
         tracing::info!(site = %site.name, age_secs = age.as_secs(), "took the last good robots.txt from the database");
+    }
+
+    /// Which of `candidates` (newest first) a gateway may take: the newest
+    /// that the gate would not hold against the copy it would replace (the
+    /// one served now, or for a gateway with none, the next older
+    /// candidate), or that was released. A copy another process recorded
+    /// before any gateway held it (the monitor polling the origin, say) is
+    /// so judged as a fetch would be, and a cold gateway never starts on a
+    /// deploy of `Disallow: /` that its fleet would hold.
+    async fn first_unheld(
+        &self,
+        shared: &Shared,
+        site: &SiteRobots,
+        candidates: &[(Vec<u8>, SystemTime)],
+    ) -> Option<usize> {
+        if site.declared.mode != rules::gate::Mode::Hold {
+            return (!candidates.is_empty()).then_some(0);
+        }
+        let current = match &*self.store.state(&site.name) {
+            State::Serve(s) => Some(Policy::Rules(s.robots.clone())),
+            _ => None,
+        };
+        for (i, (body, _)) in candidates.iter().enumerate() {
+            let old = match (&current, candidates.get(i + 1)) {
+                (Some(current), _) => current.clone(),
+                (None, Some((older, _))) => Policy::Rules(rules::Robots::parse(older)),
+                // The oldest copy there is: nothing to judge it against.
+                (None, None) => return Some(i),
+            };
+            let new = Policy::Rules(rules::Robots::parse(body));
+            let key = crate::gate::outcome_key(body);
+            if rules::gate::breaches(&old, &new, &site.declared.pins, &site.declared.floor).is_empty()
+                || self.store.is_released(&site.name, &key)
+                || shared.released(&site.name, &key).await
+            {
+                return Some(i);
+            }
+            if current.is_some() {
+                return None;
+            }
+        }
+        None
     }
 
     /// A servable copy of `body` for `site`.
@@ -253,7 +297,7 @@ impl Refresher {
                     let served = self.serve_good(site, body.clone(), Some(robots), now, Origin::Origin);
                     let new = Policy::Rules(served.robots.clone());
                     let key = crate::gate::outcome_key(&body);
-                    if self.holds(site, &key, outcome.status, Some(&body), &new, &mut health).await {
+                    if self.holds(site, &key, outcome.status, Some(&body), &new, &mut health, now).await {
                         break 'good "held";
                     }
                     health.lint = (
@@ -302,7 +346,7 @@ impl Refresher {
                     _ => outcome.status.unwrap_or(404),
                 };
                 let key = robotsgate_history::gate::outcome_of_status(status);
-                if self.holds(site, &key, Some(status), None, &Policy::AllowAll(reason), &mut health).await {
+                if self.holds(site, &key, Some(status), None, &Policy::AllowAll(reason), &mut health, now).await {
                     "held"
                 } else {
                     if matches!(reason, Reason::ClientError(_)) {
@@ -337,6 +381,12 @@ impl Refresher {
     /// copy served now is then kept, labelled `held`, and the hold is
     /// recorded in `health` and, for the fleet, in the database. A site in
     /// `gate: warn` is never held; what would have been is recorded.
+    ///
+    /// A hold that ends here for any reason but a release (which records
+    /// itself) is recorded as ended in the fleet's database, so that the
+    /// monitor resolves its alert; a change `gate: warn` would have held
+    /// stays reported for as long as it is served.
+    #[allow(clippy::too_many_arguments)]
     async fn holds(
         &self,
         site: &SiteRobots,
@@ -345,6 +395,45 @@ impl Refresher {
         body: Option<&Bytes>,
         new: &Policy,
         health: &mut Health,
+        at: SystemTime,
+    ) -> bool {
+        let (previous, would) = (health.held.clone(), health.would_hold.clone());
+        let stale = matches!(&*self.store.state(&site.name), State::Serve(s) if s.age() > self.max_staleness);
+        let held = self.judge(site, key, status, body, new, health, at).await;
+        // The served file is the one warned of until another comes.
+        if health.would_hold.is_none()
+            && let Some(w) = would.filter(|w| w.key == key)
+        {
+            health.would_hold = Some(w);
+        }
+        if let Some(previous) = previous
+            && health.held.as_ref().is_none_or(|h| h.key != previous.key)
+            && let Some(shared) = &self.shared
+        {
+            let why = if health.held.is_some() {
+                "another change that the gate holds replaced it"
+            } else if stale {
+                "the last good copy outlived max_staleness, so the origin's answer is served"
+            } else {
+                "the origin's next answer breaks nothing declared"
+            };
+            let (shared, name) = (Arc::clone(shared), site.name.clone());
+            tokio::spawn(async move { shared.end_hold(&name, &previous.key, why, at).await });
+        }
+        held
+    }
+
+    /// The judgement behind [`Refresher::holds`].
+    #[allow(clippy::too_many_arguments)]
+    async fn judge(
+        &self,
+        site: &SiteRobots,
+        key: &str,
+        status: Option<u16>,
+        body: Option<&Bytes>,
+        new: &Policy,
+        health: &mut Health,
+        at: SystemTime,
     ) -> bool {
         let previous = health.held.take();
         health.would_hold = None;
@@ -400,7 +489,7 @@ impl Refresher {
         if let Some(shared) = &self.shared {
             // Off the refresh loop, as saving is.
             let (shared, name, hold) = (Arc::clone(shared), site.name.clone(), Arc::clone(&hold));
-            tokio::spawn(async move { shared.hold(&name, &hold).await });
+            tokio::spawn(async move { shared.hold(&name, &hold, at).await });
         }
         health.held = Some(hold);
         true
@@ -517,52 +606,11 @@ impl Refresher {
         policy.compile(&denied, origin)
     }
 
-    /// The site's client, pinning `host` to `addr`.
-    fn client(&self, site: &str, host: &str, addr: SocketAddr) -> reqwest::Result<reqwest::Client> {
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((at, client)) = clients.get(site)
-            && *at == addr
-        {
-            return Ok(client.clone());
-        }
-        let mut builder = reqwest::Client::builder();
-        if let Some(ca) = &self.origin_ca {
-            builder = builder.tls_certs_only([ca.clone()]);
-        }
-        let client = builder
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(self.timeout)
-            .connect_timeout(self.timeout.min(Duration::from_secs(10)))
-            .user_agent(&self.user_agent)
-            .resolve(host, addr)
-            .build()?;
-        clients.insert(site.to_string(), (addr, client.clone()));
-        Ok(client)
-    }
-
     async fn fetch(&self, site: &SiteRobots) -> Observation {
         let p = &site.proxy;
-        let host = p.sni.clone().unwrap_or_else(|| p.hosts[0].clone());
-        let scheme = if p.origin_tls { "https" } else { "http" };
-        let port = p.origin.rsplit_once(':').and_then(|(_, port)| port.parse::<u16>().ok()).unwrap_or(80);
-        let url = format!("{scheme}://{host}:{port}/robots.txt");
-        // Connect to the configured origin while naming the site's host, so
-        // virtual hosting and SNI see the real name.
-        // A name that does not resolve is the origin unreachable (the last
-        // good copy serves), never some other address.
-        let Some(addr) = tokio::net::lookup_host(&p.origin).await.ok().and_then(|mut a| a.next()) else {
-            tracing::warn!(site = %site.name, origin = %p.origin, "the origin does not resolve");
-            return robotsgate_fetch::unreachable(rules::TransportError::Dns);
-        };
-        match self.client(&site.name, &host, addr) {
-            Ok(client) => robotsgate_fetch::fetch_remote(&client, &url, &Validators::default()).await,
-            Err(e) => {
-                // A client that cannot be built (a bad `origin_ca_file`, say) is
-                // our failure, not the origin's answer: keep the last good copy.
-                tracing::error!(site = %site.name, "cannot build the HTTP client: {e}");
-                robotsgate_fetch::unreachable(rules::TransportError::Tls)
-            }
-        }
+        let host = p.sni.as_deref().unwrap_or(&p.hosts[0]);
+        let at = robotsgate_fetch::origin::OriginAddress { origin: &p.origin, host, tls: p.origin_tls };
+        self.origins.fetch(&site.name, at, &Validators::default()).await
     }
 }
 

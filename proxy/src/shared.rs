@@ -85,6 +85,15 @@ impl Shared {
         }
     }
 
+    /// Closes the connection, if one is open: for a link used on a runtime
+    /// that ends before the gateway's own start (see
+    /// `Refresher::adopt_before_start`).
+    pub async fn close(&self) {
+        if let Some(db) = self.link.lock().await.db.take() {
+            db.pool.close().await;
+        }
+    }
+
     /// Parks the database after a failed call.
     async fn failed(&self, doing: &str, error: String) {
         tracing::warn!("database error while {doing}: {error}; serving from local copies");
@@ -162,19 +171,41 @@ impl Shared {
     /// Records that this gateway holds `hold` for `site`, with the held
     /// body as a revision, so that the fleet, the monitor and the console
     /// see it and nothing the origin said is lost.
-    pub async fn hold(&self, site: &str, hold: &crate::gate::Hold) {
+    pub async fn hold(&self, site: &str, hold: &crate::gate::Hold, at: SystemTime) {
         let Some(db) = self.db().await else { return };
-        let millis = to_millis(SystemTime::now());
+        let (breaks, summary) = (hold.lines(), hold.summary());
+        let holding = robotsgate_history::gate::Holding {
+            site,
+            outcome: &hold.key,
+            status: hold.status,
+            body: hold.body.as_deref(),
+            breaks: &breaks,
+            summary: &summary,
+            at: to_millis(at),
+        };
         let write = async {
             let mut conn = db.pool.acquire().await?;
-            let body = hold.body.as_deref();
-            robotsgate_history::gate::record_hold(&mut conn, site, &hold.key, hold.status, body, &hold.lines(), millis)
-                .await
+            robotsgate_history::gate::record_hold(&mut conn, &holding).await
         };
         match tokio::time::timeout(CALL_TIMEOUT, write).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => self.failed("recording a held change", e.to_string()).await,
             Err(_) => self.failed("recording a held change", "timed out".into()).await,
+        }
+    }
+
+    /// Records that this gateway stopped holding `key` of `site` (fetched at
+    /// `at`) for `why`, so that the monitor resolves the hold's alert.
+    pub async fn end_hold(&self, site: &str, key: &str, why: &str, at: SystemTime) {
+        let Some(db) = self.db().await else { return };
+        let write = async {
+            let mut conn = db.pool.acquire().await?;
+            robotsgate_history::gate::end_hold(&mut conn, site, key, why, to_millis(at)).await
+        };
+        match tokio::time::timeout(CALL_TIMEOUT, write).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => self.failed("recording the end of a hold", e.to_string()).await,
+            Err(_) => self.failed("recording the end of a hold", "timed out".into()).await,
         }
     }
 

@@ -16,6 +16,12 @@
 //!   old one, and report whether the new one took over. systemd's
 //!   `ExecReload=` runs it; the new process tells systemd it is the main
 //!   process now ([`notify`]).
+//! - **The new process has what the old one had** ([`Inherited`]), whoever
+//!   runs `upgrade`: robotsgate's variables from the old process's
+//!   environment (its `ROBOTSGATE_ADMIN_TOKEN` above all) where this shell
+//!   lacks them, and its standard output and error, reopened, so logs stay
+//!   where they were. What cannot be handed over is refused before anything
+//!   starts, and the old process serves on.
 //! - **The socket lives in `state_dir`** (`proxy.upgrade_sock`), not in
 //!   `/tmp`, which `PrivateTmp=` gives each start of a unit its own of.
 
@@ -94,6 +100,92 @@ fn alive(pid: u32) -> bool {
         .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
 }
 
+/// What a new process takes from the old one.
+#[derive(Debug, Default)]
+pub struct Inherited {
+    /// Variables to set in the new process.
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// The old process's standard output, reopened (`None`: ours is the same).
+    pub stdout: Option<std::fs::File>,
+    /// The old process's standard error, reopened.
+    pub stderr: Option<std::fs::File>,
+}
+
+/// Whether a `/proc/PID/fd/N` link names a socket (`socket:[inode]`).
+fn is_socket(link: &Path) -> bool {
+    link.as_os_str().as_encoded_bytes().starts_with(b"socket:")
+}
+
+/// Whether a variable is the gateway's to hand over.
+fn handed(key: &[u8]) -> bool {
+    key.starts_with(b"ROBOTSGATE_") || key == b"RUST_LOG"
+}
+
+impl Inherited {
+    /// What process `old` had that this one lacks. `config_token`: the
+    /// config gives an admin token itself (so every process has it).
+    /// `logs_here`: an output that cannot be reopened goes to ours instead
+    /// of refusing.
+    pub fn from(old: u32, config_token: bool, logs_here: bool) -> Result<Inherited, String> {
+        use std::os::unix::ffi::OsStringExt;
+        let mut out = Inherited::default();
+        match std::fs::read(format!("/proc/{old}/environ")) {
+            Ok(environ) => {
+                for pair in environ.split(|b| *b == 0) {
+                    let Some(eq) = pair.iter().position(|b| *b == b'=') else { continue };
+                    let (key, value) = (&pair[..eq], &pair[eq + 1..]);
+                    let key = std::ffi::OsString::from_vec(key.to_vec());
+                    if handed(key.as_encoded_bytes()) && std::env::var_os(&key).is_none() {
+                        out.env.push((key, std::ffi::OsString::from_vec(value.to_vec())));
+                    }
+                }
+            }
+            Err(e) if !config_token && std::env::var_os("ROBOTSGATE_ADMIN_TOKEN").is_none() => {
+                return Err(format!(
+                    "cannot read /proc/{old}/environ ({e}), so its admin token cannot be handed over, and neither                      this shell (ROBOTSGATE_ADMIN_TOKEN) nor the config (proxy.admin_token_file) gives one: the new                      process would answer 403 on /status, /refresh and /release. Run upgrade as the gateway's user                      or root, set ROBOTSGATE_ADMIN_TOKEN, or use proxy.admin_token_file"
+                ));
+            }
+            Err(_) => {}
+        }
+        for (fd, name) in [(1, "standard output"), (2, "standard error")] {
+            let theirs = std::fs::read_link(format!("/proc/{old}/fd/{fd}"));
+            let ours = std::fs::read_link(format!("/proc/self/fd/{fd}"));
+            let file = match (theirs, ours) {
+                (Ok(theirs), Ok(ours)) if theirs == ours => None,
+                // Both write to a socket: under systemd, each of a unit's
+                // processes has its own stream to the same journal.
+                (Ok(theirs), Ok(ours)) if is_socket(&theirs) && is_socket(&ours) => None,
+                // A closed output: nothing was written anywhere.
+                (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => None,
+                (Ok(theirs), _) => {
+                    match std::fs::OpenOptions::new().append(true).open(format!("/proc/{old}/fd/{fd}")) {
+                        Ok(file) => Some(file),
+                        Err(_) if logs_here => None,
+                        Err(e) => {
+                            return Err(format!(
+                                "cannot reopen the {name} of {old} ({}: {e}), so the new process would log here                                  instead; run the upgrade as the service's reload (systemctl reload robots-proxy),                                  or pass --logs-here",
+                                theirs.display()
+                            ));
+                        }
+                    }
+                }
+                (Err(_), _) if logs_here => None,
+                (Err(e), _) => {
+                    return Err(format!(
+                        "cannot see where {old} writes its {name} ({e}), so the new process would log here                          instead; run upgrade as the gateway's user or root, or pass --logs-here"
+                    ));
+                }
+            };
+            if fd == 1 {
+                out.stdout = file;
+            } else {
+                out.stderr = file;
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// How a hand-over ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -109,20 +201,28 @@ pub enum Outcome {
 /// listen on `sock`, sends SIGQUIT to `old`, and waits until `old` has gone
 /// or the new process has served for a few seconds without it. The new
 /// process keeps running when this returns.
-pub fn hand_over(exe: &Path, config: &Path, old: u32, sock: &Path, timeout: Duration) -> Outcome {
+pub fn hand_over(exe: &Path, config: &Path, old: u32, sock: &Path, timeout: Duration, with: Inherited) -> Outcome {
     use std::os::unix::process::CommandExt;
     if !alive(old) {
         return Outcome::NotStarted(format!("no process {old} to take over from"));
     }
     let since = SystemTime::now();
-    let mut child = match std::process::Command::new(exe)
+    let mut command = std::process::Command::new(exe);
+    command
         .arg("--config")
         .arg(config)
         .arg("--upgrade")
+        .envs(with.env)
+        .stdin(std::process::Stdio::null())
         // Its own process group: a Ctrl-C meant for this command is not its.
-        .process_group(0)
-        .spawn()
-    {
+        .process_group(0);
+    if let Some(out) = with.stdout {
+        command.stdout(out);
+    }
+    if let Some(err) = with.stderr {
+        command.stderr(err);
+    }
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => return Outcome::NotStarted(format!("starting {}: {e}", exe.display())),
     };
@@ -177,5 +277,20 @@ mod tests {
         assert!(waiting(&sock, before));
         assert!(!waiting(&sock, SystemTime::now() + Duration::from_secs(60)), "older than the process");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_child_inherits_the_variables_and_outputs_of_its_parent_process() {
+        // This test process plays the old gateway: what it has, nothing is
+        // missing, and outputs it shares with itself need no reopening.
+        let me = Inherited::from(std::process::id(), false, false).expect("its own environment is readable");
+        assert!(me.env.is_empty(), "every variable is already set here: {:?}", me.env);
+        assert!(me.stdout.is_none() && me.stderr.is_none());
+        assert!(Inherited::from(u32::MAX, true, true).is_ok(), "a token from the config needs no environment");
+        let refused = Inherited::from(u32::MAX, false, true);
+        if std::env::var_os("ROBOTSGATE_ADMIN_TOKEN").is_none() {
+            let why = refused.expect_err("no token anywhere");
+            assert!(why.contains("admin token"), "{why}");
+        }
     }
 }

@@ -16,6 +16,8 @@ use testkit::*;
 mod support;
 use support::edge::ROBOTS;
 
+const TOKEN: &str = "upgrade-token";
+
 /// A gateway process not started by this test (the new one an upgrade
 /// starts), stopped with SIGTERM when dropped.
 struct Pid(u32);
@@ -128,6 +130,7 @@ fn upgrade_under_load(fast: bool) {
         .arg(&cfg)
         .env("NOTIFY_SOCKET", &notify_path)
         .env("ROBOTSGATE_LOG", "info")
+        .env("ROBOTSGATE_ADMIN_TOKEN", TOKEN)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -155,10 +158,13 @@ fn upgrade_under_load(fast: bool) {
     std::thread::sleep(Duration::from_secs(2));
     // Files, not pipes: the new process inherits them and runs on.
     let (said_path, new_log) = (dir.join("upgrade.out"), dir.join("new.log"));
+    // Run by hand from a shell that has neither the token nor the old
+    // process's log: the new process gets both all the same.
     let status = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
         .args(["--config", cfg.to_str().unwrap(), "upgrade", "--from", &old_pid.to_string()])
         .env("NOTIFY_SOCKET", &notify_path)
-        .env("ROBOTSGATE_LOG", "info")
+        .env_remove("ROBOTSGATE_ADMIN_TOKEN")
+        .env_remove("ROBOTSGATE_LOG")
         .stdout(std::fs::File::create(&said_path).unwrap())
         .stderr(std::fs::File::create(&new_log).unwrap())
         .status()
@@ -186,6 +192,21 @@ fn upgrade_under_load(fast: bool) {
         "fast {fast}: {told:?}"
     );
     assert_eq!(request(addr, "GET", "shop.test", "/page", &[]).map(|r| r.status), Some(200), "fast {fast}");
+
+    // The admin token and the logs survived the upgrade: /status answers
+    // with the old token, and the new process logs where the old one did
+    // (its own `info` level included), not to the shell that ran upgrade.
+    let bearer = format!("Bearer {TOKEN}");
+    let answer = request(admin, "GET", "localhost", "/status", &[("Authorization", &bearer)]).expect("status");
+    assert_eq!(answer.status, 200, "fast {fast}: {}", answer.text());
+    let before = std::fs::read_to_string(&log).unwrap().matches("refresh requested").count();
+    let refreshed = request(admin, "POST", "localhost", "/refresh", &[("Authorization", &bearer)]).expect("refresh");
+    assert_eq!(refreshed.status, 202, "fast {fast}");
+    assert!(
+        eventually(10, || std::fs::read_to_string(&log).unwrap().matches("refresh requested").count() > before),
+        "fast {fast}: the new process's log did not reach the old one's file"
+    );
+    assert!(!std::fs::read_to_string(&new_log).unwrap().contains("refresh requested"), "fast {fast}");
 
     // A stop under load: the request in flight is answered.
     let slow =

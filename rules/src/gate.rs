@@ -208,14 +208,122 @@ pub fn breaches(old: &Policy, new: &Policy, pins: &[Pin], floor: &Floor) -> Vec<
     out
 }
 
-/// One sentence for an alert or a log line: the first breach and how many
-/// more, e.g. "it disallows / for Googlebot (line 3: Disallow: /) and 4
-/// more".
+/// Breaches that say one thing: the same page (the same path, however the
+/// URL was written), the same new verdict from the same deciding line, for
+/// the same kind of declaration, differing only in the crawler. A deploy of
+/// `Disallow: /` breaks the floor for every search crawler at `/` and at
+/// each set's first URL; grouped, that is one line, not dozens.
+#[derive(Clone, Debug)]
+pub struct Group<'a> {
+    /// The first breach of the group (its URL, verdict and line speak for all).
+    pub first: &'a Breach,
+    /// Every crawler of the group, in the order found.
+    pub agents: Vec<&'a str>,
+}
+
+/// How many crawler names a group spells out before "…".
+const NAMED: usize = 3;
+
+impl Group<'_> {
+    fn crawlers(&self) -> &'static str {
+        match self.first.declared {
+            Declared::Floor => "search crawlers",
+            Declared::Pin => "crawlers",
+        }
+    }
+
+    fn rule(&self) -> String {
+        match (&self.first.new.rule, &self.first.new.reason) {
+            (Some(r), _) => format!("line {} `{}: {}`", r.line, r.kind, r.pattern),
+            (None, Some(reason)) => reason.to_string(),
+            (None, None) => "no rule applies".to_string(),
+        }
+    }
+
+    fn declared(&self) -> String {
+        match self.first.declared {
+            Declared::Pin => format!("pinned {}", self.first.expect),
+            Declared::Floor => "the last good copy allowed it".to_string(),
+        }
+    }
+
+    /// One sentence, led by the group's first crawler: "it disallows / for
+    /// Googlebot and 13 other search crawlers (line 3: Disallow: /); the
+    /// last good copy allowed it".
+    pub fn sentence(&self) -> String {
+        if self.agents.len() == 1 {
+            return self.first.to_string();
+        }
+        let b = self.first;
+        let verb = if b.new.allowed { "allows" } else { "disallows" };
+        let why = match (&b.new.rule, &b.new.reason) {
+            (Some(r), _) => format!("line {}: {}: {}", r.line, r.kind, r.pattern),
+            (None, Some(reason)) => reason.to_string(),
+            (None, None) => "no rule applies".to_string(),
+        };
+        let others = self.agents.len() - 1;
+        let other = if others == 1 { self.crawlers().trim_end_matches('s').to_string() } else { self.crawlers().to_string() };
+        format!("it {verb} {} for {} and {others} other {other} ({why}); {}", b.url, self.agents[0], self.declared())
+    }
+}
+
+impl std::fmt::Display for Group<'_> {
+    /// One line of a list: "/ disallowed for 14 search crawlers (Googlebot,
+    /// bingbot, DuckDuckBot, …): line 3 `Disallow: /`; the last good copy
+    /// allowed it".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let verdict = if self.first.new.allowed { "allowed" } else { "disallowed" };
+        write!(f, "{} {verdict} for ", self.first.url)?;
+        match self.agents.as_slice() {
+            [one] => f.write_str(one)?,
+            many => {
+                let named = many.iter().take(NAMED).copied().collect::<Vec<_>>().join(", ");
+                let more = if many.len() > NAMED { ", …" } else { "" };
+                write!(f, "{} {} ({named}{more})", many.len(), self.crawlers())?;
+            }
+        }
+        write!(f, ": {}; {}", self.rule(), self.declared())
+    }
+}
+
+/// The breaches grouped by page and deciding line ([`Group`]), in the order
+/// their first breach was found (the root first, as [`breaches`] sorts).
+pub fn grouped(found: &[Breach]) -> Vec<Group<'_>> {
+    let key = |b: &Breach| {
+        (
+            crate::target::path_of(b.url.as_bytes()).into_owned(),
+            b.new.allowed,
+            b.new.rule.as_ref().map(|r| r.line),
+            b.new.reason.as_ref().map(ToString::to_string),
+            b.declared,
+            b.expect,
+        )
+    };
+    let mut groups: Vec<(_, Group<'_>)> = Vec::new();
+    for b in found {
+        let k = key(b);
+        match groups.iter_mut().find(|(gk, _)| *gk == k) {
+            Some((_, g)) => {
+                if !g.agents.iter().any(|a| a.eq_ignore_ascii_case(&b.agent)) {
+                    g.agents.push(&b.agent);
+                }
+            }
+            None => groups.push((k, Group { first: b, agents: vec![&b.agent] })),
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
+}
+
+/// One sentence for an alert or a log line: the first group of breaches
+/// ([`grouped`]) and how many more, e.g. "it disallows / for Googlebot and
+/// 13 other search crawlers (line 3: Disallow: /); the last good copy
+/// allowed it; and 1 more".
 pub fn summary(found: &[Breach]) -> String {
-    match found {
+    let groups = grouped(found);
+    match groups.as_slice() {
         [] => "it breaks nothing declared".to_string(),
-        [one] => one.to_string(),
-        [first, rest @ ..] => format!("{first}; and {} more", rest.len()),
+        [one] => one.sentence(),
+        [first, rest @ ..] => format!("{}; and {} more", first.sentence(), rest.len()),
     }
 }
 
@@ -244,7 +352,17 @@ mod tests {
         assert_eq!(found.len(), 4);
         assert!(found.iter().all(|b| b.declared == Declared::Floor && !b.new.allowed));
         assert_eq!(found[0].new.rule.as_ref().map(|r| r.line), Some(3));
-        assert!(summary(&found).ends_with("and 3 more"), "{}", summary(&found));
+        // Two pages, each for both search crawlers: two lines, not four.
+        let groups = grouped(&found);
+        assert_eq!(groups.len(), 2);
+        assert_eq!(
+            groups[0].to_string(),
+            "/ disallowed for 2 search crawlers (Googlebot, bingbot): line 3 `Disallow: /`; the last good copy allowed it"
+        );
+        assert_eq!(
+            summary(&found),
+            "it disallows / for Googlebot and 1 other search crawler (line 3: Disallow: /); the last good copy allowed it; and 1 more"
+        );
     }
 
     #[test]

@@ -336,11 +336,7 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
     let mut verdicts = verdicts;
     let order = |url: &str| targets.iter().position(|t| t.url == url).unwrap_or(usize::MAX);
     verdicts.sort_by_key(|v| (order(&v.url), m.catalogue().purpose_rank(&v.agent)));
-    let location = match site.source() {
-        robotsgate_config::Source::Url(u) => u,
-        robotsgate_config::Source::File(p) => p.display().to_string(),
-        robotsgate_config::Source::None => String::new(),
-    };
+    let location = site.source().location();
     let held = held_views(m, name).await?;
     Ok(SitePage { name: name.to_string(), location, state, detail, days, states, verdicts, held, notice: None })
 }

@@ -354,7 +354,9 @@ fn the_deploy_end_to_end(db: Db, fast: bool) {
     let mails = smtp.wait_for(1);
     let mail = mails[0].replace("=\r\n", "").replace("=\n", "");
     assert!(mail.contains("Subject: [robotsgate] shop: change held at the edge"), "{mail}");
-    assert!(mail.contains("it disallows / for Googlebot (line 3: Disallow: /)"), "{mail}");
+    // One sentence for every search crawler the deploy shuts out.
+    assert!(mail.contains("held at the edge: it disallows / for Googlebot and "), "{mail}");
+    assert!(mail.contains(" other search crawlers (line 3: Disallow: /)"), "{mail}");
     let critical = scalar(&database, "SELECT COUNT(*) FROM alerts WHERE severity = 'critical'");
     assert_eq!(critical, 1, "{db:?}");
 
@@ -388,7 +390,12 @@ fn the_deploy_end_to_end(db: Db, fast: bool) {
     assert!(wait_listening(console, 20), "the console did not start");
     let page = request(console, "GET", "localhost", "/sites/shop", &[]).unwrap().text();
     assert!(page.contains("Held at the edge since") && page.contains("Release this change"), "{page}");
-    assert!(page.contains("+Disallow: /") && page.contains("it disallows / for Googlebot"), "{page}");
+    assert!(page.contains("+Disallow: /"), "{page}");
+    // Breaches grouped by page and line, the crawlers on one line: `/` is
+    // listed once, not once per search crawler.
+    let grouped = page.matches("/ disallowed for ").count();
+    assert_eq!(grouped, 1, "{page}");
+    assert!(page.contains("search crawlers (Googlebot, ") && page.contains(": line 3 `Disallow: /`"), "{page}");
     let page = request(console, "GET", "localhost", "/sites/shop/compliance", &[]).unwrap().text();
     assert!(page.contains("Held at the edge") && page.contains("now (still held)"), "{page}");
 

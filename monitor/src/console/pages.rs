@@ -14,7 +14,9 @@ use super::overview::{self, Filter, PAGE, SiteLine};
 use super::tester::{self, Input, Report, Saved};
 use super::{encode, when};
 use crate::monitor::{Monitor, now_ms};
-use crate::store::{DAY_MS, StoreError};
+use crate::change::Target;
+use crate::store::{DAY_MS, StoreError, VerdictRow};
+use rules::Policy;
 
 type App = State<Arc<Monitor>>;
 
@@ -155,14 +157,19 @@ pub(crate) struct VerdictView {
 pub(crate) struct SitePage {
     name: String,
     location: String,
-    /// `ok`, `blocked`, `open`, `unreachable`, `too-large`, `stale` or `unknown`.
+    /// `ok`, `blocked`, `open`, `unreachable`, `too-large`, `stale`,
+    /// `unknown`, or `held` while the gate holds a change.
     state: &'static str,
     /// Why, in words (the status a blocked site answers, the size of a
     /// file past 500 KiB).
     detail: String,
     days: Vec<DayCell>,
     states: Vec<StateView>,
+    /// What crawlers get now: under the last good copy while a change is
+    /// held, else under the current state.
     verdicts: Vec<VerdictView>,
+    /// While a change is held: the verdicts under what the origin serves.
+    origin_verdicts: Vec<VerdictView>,
     /// Changes the gate holds at the edge now.
     held: Vec<HeldView>,
     /// What a release just did.
@@ -304,41 +311,75 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
         .find(|s| Some(s.id) == row.state_id)
         .map(|s| CurrentState { policy: s.policy.clone(), reason: s.reason.clone().unwrap_or_default() })
         .unwrap_or_default();
-    let verdicts = match row.state_id {
+    let recorded = match row.state_id {
         None => Vec::new(),
-        Some(id) => m
-            .store()
-            .verdicts(id)
-            .await?
-            .into_iter()
-            .map(|v| {
-                let expect = targets.iter().find(|t| t.url == v.url).and_then(|t| t.expect.as_ref());
-                let broken = expect.and_then(|p| p.of(&v.agent, m.catalogue())).is_some_and(|e| !e.kept_by(v.allowed));
-                VerdictView {
-                    rule: match (v.line, &v.rule) {
-                        (Some(l), Some(r)) => format!("line {l}: {r}"),
-                        // Not a rule: the fetch outcome decided (a 5xx or
-                        // 429 reads as disallow all, a 4xx as allow all).
-                        _ if !current.policy.eq("rules") => format!("no rule: {}", current.reason),
-                        _ => "no rule".into(),
-                    },
-                    url: v.url,
-                    purpose: m.catalogue().purpose_of(&v.agent),
-                    agent: v.agent,
-                    allowed: v.allowed,
-                    broken,
-                }
-            })
-            .collect(),
+        Some(id) => m.store().verdicts(id).await?,
     };
-    // URLs in the order the config lists them; each URL's crawlers grouped
-    // by purpose.
-    let mut verdicts = verdicts;
-    let order = |url: &str| targets.iter().position(|t| t.url == url).unwrap_or(usize::MAX);
-    verdicts.sort_by_key(|v| (order(&v.url), m.catalogue().purpose_rank(&v.agent)));
-    let location = site.source().location();
     let held = held_views(m, name).await?;
-    Ok(SitePage { name: name.to_string(), location, state, detail, days, states, verdicts, held, notice: None })
+    let agents = m.config().agents_of(site).to_vec();
+    // While a change is held, crawlers get the last good copy: its verdicts
+    // are "now", and what the origin serves is shown apart.
+    let (verdicts, origin_verdicts) = if held.is_empty() {
+        (verdict_views(m, &targets, &current, recorded), Vec::new())
+    } else {
+        let good = robotsgate_history::latest(m.store().pool(), name, 1)
+            .await
+            .map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
+            .into_iter()
+            .next()
+            .map(|s| s.body)
+            .unwrap_or_default();
+        let served = crate::change::verdicts(&Policy::Rules(rules::Robots::parse(&good)), &targets, &agents);
+        let rules = CurrentState { policy: "rules".into(), reason: String::new() };
+        (verdict_views(m, &targets, &rules, served), verdict_views(m, &targets, &current, recorded))
+    };
+    let location = site.source().location();
+    let (state, detail) = match held.first() {
+        Some(h) => ("held", format!("a change is held at the edge since {}: crawlers get the last good copy", h.since)),
+        None => (state, detail),
+    };
+    Ok(SitePage {
+        name: name.to_string(),
+        location,
+        state,
+        detail,
+        days,
+        states,
+        verdicts,
+        origin_verdicts,
+        held,
+        notice: None,
+    })
+}
+
+/// The verdict rows of `rows` (decided under `current`) as the page shows
+/// them: the config's URL order, each URL's crawlers by purpose, a broken
+/// pin marked.
+fn verdict_views(m: &Monitor, targets: &[Target], current: &CurrentState, rows: Vec<VerdictRow>) -> Vec<VerdictView> {
+    let mut out: Vec<VerdictView> = rows
+        .into_iter()
+        .map(|v| {
+            let expect = targets.iter().find(|t| t.url == v.url).and_then(|t| t.expect.as_ref());
+            let broken = expect.and_then(|p| p.of(&v.agent, m.catalogue())).is_some_and(|e| !e.kept_by(v.allowed));
+            VerdictView {
+                rule: match (v.line, &v.rule) {
+                    (Some(l), Some(r)) => format!("line {l}: {r}"),
+                    // Not a rule: the fetch outcome decided (a 5xx or
+                    // 429 reads as disallow all, a 4xx as allow all).
+                    _ if !current.policy.eq("rules") => format!("no rule: {}", current.reason),
+                    _ => "no rule".into(),
+                },
+                url: v.url,
+                purpose: m.catalogue().purpose_of(&v.agent),
+                agent: v.agent,
+                allowed: v.allowed,
+                broken,
+            }
+        })
+        .collect();
+    let order = |url: &str| targets.iter().position(|t| t.url == url).unwrap_or(usize::MAX);
+    out.sort_by_key(|v| (order(&v.url), m.catalogue().purpose_rank(&v.agent)));
+    out
 }
 
 /// `GET /sites/{name}`: the 30-day strip, the timeline, today's verdicts.

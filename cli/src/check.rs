@@ -35,13 +35,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 fn single(robots: &Robots, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
-    // An empty argument is a slip (an unset shell variable), not a request:
-    // answering ALLOWED for it would pass a check that checked nothing.
+    // An empty argument is often a slip (an unset shell variable), so it is
+    // named on stderr; but the answer is the library's, exit status included
+    // (Google's spec-test runner checks empty strings: an empty crawler
+    // matches no group, an empty URL is the path `/`).
     if agent.trim().is_empty() {
-        bail!("the crawler is empty: give a product token such as Googlebot");
+        eprintln!("robots: warning: the crawler is empty, so no group names it; answering as Google's library does");
     }
     if url.trim().is_empty() {
-        bail!("the URL is empty: give a path such as / or a full URL");
+        eprintln!("robots: warning: the URL is empty, which Google's library reads as the path /");
     }
     let v = robots.check(agent, url);
     let verdict = if v.allowed { "ALLOWED" } else { "DISALLOWED" };

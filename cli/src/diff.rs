@@ -117,8 +117,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         } else {
             let verb = if d.site.gate == robotsgate_config::GateMode::Hold { "hold" } else { "warn of" };
             println!("the gate would {verb} this change for {name}: {}", rules::gate::summary(&breaches));
-            for b in &breaches {
-                println!("  {b}");
+            // One line per page and deciding line, its crawlers together.
+            for g in rules::gate::grouped(&breaches) {
+                println!("  {g}");
             }
             held = true;
         }

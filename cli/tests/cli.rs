@@ -39,14 +39,25 @@ fn check_exit_codes_and_line() {
     let out = robots(&["check", "/nonexistent/robots.txt", "a", "/"], b"");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/robots.txt"));
-    // An empty URL or crawler (an unset shell variable) checks nothing: an
-    // error, never ALLOWED.
-    for (agent, url, says) in [("Googlebot", "", "the URL is empty"), ("", "/private/a", "the crawler is empty")] {
+    // An empty URL or crawler (often an unset shell variable) is named on
+    // stderr, and answered as Google's library answers it, exit status
+    // included: an empty URL is the path `/`; an empty crawler matches no
+    // group, so only `*` can disallow.
+    let cases = [
+        ("Googlebot", "", "the URL is empty", 0),
+        ("", "/private/a", "the crawler is empty", 1),
+    ];
+    for (agent, url, says, code) in cases {
         let out = robots(&["check", f, agent, url], b"");
-        assert_eq!(out.status.code(), Some(2), "{agent:?} {url:?}");
+        assert_eq!(out.status.code(), Some(code), "{agent:?} {url:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{}", String::from_utf8_lossy(&out.stderr));
-        assert!(out.stdout.is_empty());
     }
+    let all = temp_file("all.txt", b"user-agent: FooBot\ndisallow: /\n");
+    let all = all.to_str().unwrap();
+    assert_eq!(robots(&["check", all, "FooBot", ""], b"").status.code(), Some(1), "an empty URL under Disallow: /");
+    assert_eq!(robots(&["check", all, "", ""], b"").status.code(), Some(0), "an empty crawler");
+    let empty = temp_file("empty.txt", b"");
+    assert_eq!(robots(&["check", empty.to_str().unwrap(), "FooBot", ""], b"").status.code(), Some(0));
 }
 
 #[test]
@@ -238,10 +249,14 @@ fn diff_with_config_judges_the_gate() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(
-        text.contains("the gate would hold this change for shop: it disallows / for Googlebot (line 3: Disallow: /)"),
+        text.contains("the gate would hold this change for shop: it disallows / for Googlebot and "),
         "{text}"
     );
-    assert!(text.contains("it disallows /products/ for bingbot"), "the floor covers the search crawlers: {text}");
+    assert!(text.contains(" other search crawlers (line 3: Disallow: /)"), "{text}");
+    // Grouped: each page once, with every search crawler the floor covers.
+    assert_eq!(text.matches("\n  / disallowed for ").count(), 1, "{text}");
+    assert!(text.contains("\n  /products/ disallowed for "), "the floor covers the search crawlers: {text}");
+    assert!(text.contains("search crawlers (Googlebot, "), "{text}");
     let out = run(&fine);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");

@@ -318,7 +318,7 @@ fn alert_mail_renders_in_chromium() {
         let first = text(&c, "p strong").await;
         assert!(
             first.starts_with(
-                "This change to robots.txt would have been held at the edge: it disallows /checkout for Googlebot (line 3: Disallow: /checkout); pinned allowed"
+                "This change to robots.txt would have been held at the edge: it disallows /checkout for Googlebot and 1 other crawler (line 3: Disallow: /checkout); pinned allowed"
             ),
             "{first}"
         );

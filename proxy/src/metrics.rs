@@ -38,6 +38,8 @@ pub struct Metrics {
     /// 1 while the gate holds a change to a site's robots.txt (the last
     /// good copy is served instead), by site.
     pub robots_held: IntGaugeVec,
+    /// 1 while a site in `gate: warn` serves a change the gate would have held.
+    pub robots_would_hold: IntGaugeVec,
     /// Crawler requests the compliance ledger could not count (its queue
     /// or its rows in memory full, the database down too long).
     pub ledger_dropped: IntCounter,
@@ -248,6 +250,18 @@ impl Metrics {
                     &["site"],
                 )
                 .unwrap_or_else(|e| panic!("metric robotsgate_robots_held: {e}"));
+                let _ = registry.register(Box::new(g.clone()));
+                g
+            },
+            robots_would_hold: {
+                let g = IntGaugeVec::new(
+                    Opts::new(
+                        "robotsgate_robots_would_have_held",
+                        "1 while a site in gate: warn serves a change the gate would have held",
+                    ),
+                    &["site"],
+                )
+                .unwrap_or_else(|e| panic!("metric robotsgate_robots_would_have_held: {e}"));
                 let _ = registry.register(Box::new(g.clone()));
                 g
             },

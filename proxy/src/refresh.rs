@@ -406,6 +406,7 @@ impl Refresher {
         {
             health.would_hold = Some(w);
         }
+        self.metrics.robots_would_hold.with_label_values(&[&site.name]).set(i64::from(health.would_hold.is_some()));
         if let Some(previous) = previous
             && health.held.as_ref().is_none_or(|h| h.key != previous.key)
             && let Some(shared) = &self.shared

@@ -208,6 +208,19 @@ fn warn_and_off_let_the_change_through() {
         let site = &status(&g)["sites"][0];
         assert!(site["held"].is_null(), "{mode}: {site}");
         assert_eq!(site["would_have_held"].is_null(), mode == "off", "{mode}: {site}");
+        // For as long as the change is served (refreshes every second),
+        // `gate: warn` keeps saying so, in /status and the metric.
+        std::thread::sleep(std::time::Duration::from_secs(4));
+        assert!(serves(g.addr, "origin", BLOCK_ALL), "{mode}");
+        let site = &status(&g)["sites"][0];
+        assert_eq!(site["would_have_held"].is_null(), mode == "off", "{mode} after 4 s: {site}");
+        let metrics = request(g.admin, "GET", "localhost", "/metrics", &[]).unwrap().text();
+        let want = format!("robotsgate_robots_would_have_held{{site=\"shop\"}} {}", u8::from(mode == "warn"));
+        assert!(metrics.contains(&want), "{mode}: {want}");
+        // A file that breaks nothing against the served one ends it.
+        origin.set("/robots.txt", Reply::ok(GOOD));
+        wait_serves(&g, "origin", GOOD, mode);
+        assert!(eventually(5, || status(&g)["sites"][0]["would_have_held"].is_null()), "{mode}");
     }
 }
 

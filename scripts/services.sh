@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs and starts the servers the integration tests use: PostgreSQL
 # (a cluster started with pg_ctlcluster, plus a role and a database), the
-# aiosmtpd SMTP server, nginx and Apache (tests start their own on loopback;
+# aiosmtpd SMTP server, nginx and Apache, h2load (nghttp2-client) for the HTTP/2 load test (tests start their own on loopback;
 # they write the real access logs the compliance import reads; apache2-utils
 # gives the htpasswd that writes the console's readers file). Exports
 # ROBOTSGATE_TEST_POSTGRES_URL for the tests. Safe to run again.
@@ -12,7 +12,7 @@ sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 
 need=()
-for p in postgresql python3-aiosmtpd nginx-light apache2 apache2-utils pre-commit goaccess prometheus wrk; do
+for p in postgresql python3-aiosmtpd nginx-light apache2 apache2-utils pre-commit goaccess prometheus wrk nghttp2-client man-db; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if ((${#need[@]})); then

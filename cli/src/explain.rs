@@ -7,14 +7,18 @@ use std::process::ExitCode;
 use rules::Robots;
 
 /// The AI usage preferences that apply (Google's verdict ignores them):
-/// the group's `Content-Signal` lines, the longest matching
-/// `Content-Usage` path, and the file's `License` lines.
-fn preferences(body: &[u8], group: &[u32], target: &[u8]) {
+/// the group's `Content-Signal` lines, the `Content-Usage` rules that decide
+/// for the path (the longest matching path; a rule with none covers every
+/// path) with each category of the current AIPREF vocabulary as allowed,
+/// disallowed or unknown, and the file's `License` lines. Preferences apply
+/// only to a path the group lets the crawler fetch.
+fn preferences(body: &[u8], group: &[u32], target: &[u8], fetchable: bool) {
+    use rules::prefs::{AIPREF_ATTACH, AIPREF_VOCAB};
     let prefs = rules::prefs::Preferences::read(body);
     if prefs.is_empty() {
         return;
     }
-    let applied = prefs.applied(group, target);
+    let applied = prefs.applied(group, target, fetchable);
     println!("preferences (not part of Google's verdict):");
     let show = |entries: &[rules::prefs::Entry]| -> String {
         entries.iter().map(|e| format!("{}={}", e.key, e.value)).collect::<Vec<_>>().join(", ")
@@ -29,21 +33,43 @@ fn preferences(body: &[u8], group: &[u32], target: &[u8]) {
             s.group.unwrap_or(0),
             super::human(&show(&s.entries))
         );
+        for e in s.entries.iter().filter(|e| e.key == "use") {
+            match rules::prefs::use_meaning(&e.value) {
+                Some(means) => println!(
+                    "    use={}: {means} (Cloudflare's Content Signals Policy; a key it marks as testing)",
+                    super::human(&e.value)
+                ),
+                None => println!("    use={}: not a value the policy defines, so ignored", super::human(&e.value)),
+            }
+        }
     }
-    if applied.usages.is_empty() {
-        println!("  Content-Usage: no path of this crawler's group matches");
+    if !prefs.usages.is_empty() {
+        println!("  Content-Usage, read as {AIPREF_ATTACH} and {AIPREF_VOCAB}:");
+    }
+    if !fetchable && !prefs.usages.is_empty() {
+        println!("    none apply: the group disallows this path, and preferences apply only to paths a crawler may fetch");
+    } else if applied.usages.is_empty() && !prefs.usages.is_empty() {
+        println!("    no rule of this crawler's group matches this path");
     }
     for u in &applied.usages {
-        let path = u.path.as_deref().unwrap_or("");
-        println!(
-            "  Content-Usage, line {} (path {}, the longest that matches): {}",
-            u.line,
-            super::human(path),
-            super::human(&show(&u.entries))
-        );
+        let path = match &u.path {
+            Some(p) => format!("path {}, the longest that matches", super::human(p)),
+            None => "no path: it covers every path".to_string(),
+        };
+        let said = match &u.junk {
+            Some(junk) => format!("{} (states nothing)", super::human(junk)),
+            None => super::human(&show(&u.entries)).into_owned(),
+        };
+        println!("    line {} ({path}): {said}", u.line);
     }
-    for (key, allow) in &applied.usage {
-        println!("    {key}: {}", if *allow { "yes" } else { "no" });
+    if fetchable && !prefs.usages.is_empty() {
+        for (key, stated) in &applied.usage {
+            let note = match stated {
+                rules::prefs::Stated::Unknown => " (no statement; the vocabulary has no parent category to fall back on)",
+                _ => "",
+            };
+            println!("    {key}: {}{note}", stated.as_str());
+        }
     }
     for l in &applied.licenses {
         println!("  License, line {}: {}", l.line, super::human(&l.url));
@@ -102,6 +128,6 @@ pub fn run(path: &Path, agent: &str, url: &str) -> anyhow::Result<ExitCode> {
     println!("verdict:  {}", if v.allowed { "ALLOWED" } else { "DISALLOWED" });
     println!("because:  {}", super::human(&v.to_string()));
     crawler_reading(&robots, agent, url);
-    preferences(&body, prepared.group().map_or(&[][..], |g| g.lines), &target);
+    preferences(&body, prepared.group().map_or(&[][..], |g| g.lines), &target, v.allowed);
     Ok(if v.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -149,8 +149,20 @@ fn explain_shows_the_preferences_that_apply() {
     let out = robots(&["explain", f.to_str().unwrap(), "bingbot", "http://h/blog/x"], b"");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Content-Signal, line 2 (in the group at line 1): search=yes, ai-train=no"), "{text}");
-    assert!(text.contains("Content-Usage, line 4 (path /blog/, the longest that matches): train-ai=y"), "{text}");
-    assert!(text.contains("train-ai: yes") && text.contains("License, line 9: https://example.com/rsl.xml"), "{text}");
+    assert!(text.contains("Content-Usage, read as draft-ietf-aipref-attach-05 and draft-ietf-aipref-vocab-07"), "{text}");
+    assert!(text.contains("line 4 (path /blog/, the longest that matches): train-ai=y"), "{text}");
+    assert!(text.contains("train-ai: allowed") && text.contains("search: unknown"), "{text}");
+    assert!(text.contains("License, line 9: https://example.com/rsl.xml"), "{text}");
+    // A disallowed path has no preferences (attach-05); a rule with no path
+    // covers every path; `use=` is explained.
+    let out = robots(&["explain", f.to_str().unwrap(), "bingbot", "http://h/private/x"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("none apply: the group disallows this path"), "{text}");
+    let g = temp_file("prefs-nopath.txt", b"User-agent: *\nContent-Signal: use=reference\nContent-Usage: train-ai=n\nAllow: /\n");
+    let out = robots(&["explain", g.to_str().unwrap(), "bingbot", "http://h/any"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("line 3 (no path: it covers every path): train-ai=n"), "{text}");
+    assert!(text.contains("train-ai: disallowed") && text.contains("use=reference: index it"), "{text}");
     // GPTBot obeys its own group, which states nothing.
     let out = robots(&["explain", f.to_str().unwrap(), "GPTBot", "http://h/blog/x"], b"");
     let text = String::from_utf8_lossy(&out.stdout);

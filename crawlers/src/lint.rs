@@ -140,7 +140,8 @@ fn conflicts(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
             }
         }
     }
-    for u in prefs.usages.iter().filter(|u| u.path.as_deref() == Some("/")) {
+    // A rule with no path covers every path, `/` included.
+    for u in prefs.usages.iter().filter(|u| u.path.as_deref().is_none_or(|p| p == "/")) {
         for e in u.entries.iter().filter(|e| e.key == "train-ai") {
             if let Some(a) = e.allow {
                 said.push((u.line, u.group, a));

@@ -8,7 +8,7 @@ use rules::ai_policy::{AiPolicy, Stance};
 
 fuzz_target!(|data: &[u8]| {
     let prefs = rules::prefs::Preferences::read(data);
-    let _ = prefs.applied(&[1, 2, 3], b"/a/b");
+    let _ = prefs.applied(&[1, 2, 3], b"/a/b", true);
     let policy = AiPolicy { ai_training: Stance::Deny, ..AiPolicy::default() };
     let compiled = policy.compile(&["GPTBot", "CCBot"], data);
     let _ = policy.contradictions(&["GPTBot"], data);

@@ -89,7 +89,7 @@ fn the_monitor_judges_as_the_gateway(db: Db) {
     shop.set("/robots.txt", Reply::status(404));
     once(&cfg);
     let text = scalar_text(&database, "SELECT body_text FROM alerts WHERE site = 'shop' ORDER BY id DESC LIMIT 1");
-    assert!(text.contains("it allows /private/x for Googlebot (robots.txt answered 404"), "{text}");
+    assert!(text.contains("it allows /private/x for Googlebot and 1 other crawler (robots.txt answered 404"), "{text}");
 
     // `release`: nothing held in the database yet (no gateway shares it);
     // a revision is released ahead, by its exact body.

@@ -34,7 +34,8 @@ impl Stance {
 pub struct AiPolicy {
     /// Search engines.
     pub search: Stance,
-    /// AI search and answers (`ai-input`, `ai-use`).
+    /// AI search and answers (`ai-input`; the current AIPREF vocabulary
+    /// has no category for it, so `Content-Usage` does not state it).
     pub ai_search: Stance,
     /// Training AI models (`ai-train`, `train-ai`).
     pub ai_training: Stance,
@@ -95,14 +96,12 @@ impl AiPolicy {
         )
     }
 
-    /// The `Content-Usage` header value (and, after a path, robots.txt line).
+    /// The `Content-Usage` header value (and, after a path, robots.txt
+    /// line), in the current vocabulary's labels only
+    /// ([`crate::prefs::USAGE_KEYS`]): AI search has no category there, and
+    /// `search` covers only results that link to the source.
     pub fn usage_value(&self) -> String {
-        format!(
-            "train-ai={}, ai-use={}, search={}",
-            y(self.ai_training.allows()),
-            y(self.ai_search.allows()),
-            y(self.search.allows())
-        )
+        format!("train-ai={}, search={}", y(self.ai_training.allows()), y(self.search.allows()))
     }
 
     /// Compiles the policy onto `origin`: `denied` are the product tokens of
@@ -218,7 +217,6 @@ impl AiPolicy {
             for e in &u.entries {
                 let ours = match e.key.as_str() {
                     "train-ai" => self.ai_training.allows(),
-                    "ai-use" => self.ai_search.allows(),
                     "search" => self.search.allows(),
                     _ => continue,
                 };
@@ -257,13 +255,11 @@ mod tests {
         }
         assert!(robots.crawler("Googlebot").is_allowed("/a"));
         let prefs = Preferences::read(&merged);
-        let a = prefs.applied(robots.crawler("Googlebot").group().unwrap().lines, b"/a");
+        let a = prefs.applied(robots.crawler("Googlebot").group().unwrap().lines, b"/a", true);
         assert_eq!(a.signals.len(), 1);
-        assert_eq!(
-            a.usage,
-            [("train-ai".to_string(), false), ("ai-use".to_string(), true), ("search".to_string(), true)]
-        );
-        assert_eq!(c.header, "train-ai=n, ai-use=y, search=y");
+        use crate::prefs::Stated;
+        assert_eq!(a.usage, [("train-ai", Stated::Disallowed), ("search", Stated::Allowed)]);
+        assert_eq!(c.header, "train-ai=n, search=y");
         assert!(c.conflicts.is_empty());
     }
 

@@ -71,13 +71,16 @@ pub enum Code {
     DuplicateRule,
     /// A sitemap that is not an absolute http(s) URL.
     SitemapNotAbsolute,
-    /// A `Content-Signal` line.
+    /// Google recognises `content-signal` and `content-usage` and ignores
+    /// them (said once a file, at the first such line): this code when that
+    /// line is a `Content-Signal`.
     ContentSignal,
-    /// A `Content-Usage` or `License` line: read by some AI crawlers,
-    /// ignored by Google, flagged by Search Console and Lighthouse.
+    /// The same, when the first line is a `Content-Usage`; and each
+    /// `License` line, which Google does not recognise.
     Preference,
-    /// A preference line that cannot be read as meant: `Content-Usage`
-    /// without a path, an unknown key or a value other than yes/no.
+    /// A preference line that cannot be read as meant: a dictionary that
+    /// does not parse, a label of an earlier draft or none at all, a value
+    /// other than y/n (yes/no, or `use`'s three).
     PreferenceSyntax,
     /// A `Content-Signal` or `Content-Usage` line before any `user-agent`
     /// line: no group, so no crawler reads it.
@@ -244,6 +247,9 @@ struct Linter {
     utf8_reports: usize,
     groups: Vec<LintGroup>,
     in_rules: bool,
+    /// Google's ignoring of `content-signal` and `content-usage` was said
+    /// (once a file).
+    google_ignores_said: bool,
 }
 
 impl Linter {
@@ -447,7 +453,7 @@ impl Linter {
 
     /// Checks a `Content-Signal` or `Content-Usage` line's shape and place.
     fn preference(&mut self, d: &Directive<'_>) {
-        use crate::prefs::{Preferences, SIGNAL_KEYS, USAGE_KEYS};
+        use crate::prefs::{AIPREF_VOCAB, Preferences, RETIRED_USAGE_KEYS, SIGNAL_KEYS, USAGE_KEYS, USE_VALUES};
         let key = d.key.to_ascii_lowercase();
         if key == b"license" {
             return;
@@ -468,66 +474,118 @@ impl Linter {
                 "put it in a group, for example under `User-agent: *`",
             );
         }
-        // The junk, and how the line's values are written, for the one finding.
-        let (entries, known, junk, hint): (Vec<crate::prefs::Entry>, &[&str], Option<&String>, &str) = match (
-            prefs.signals.first(),
-            prefs.usages.first(),
-        ) {
-            (Some(s), _) => (
-                s.entries.clone(),
-                &SIGNAL_KEYS,
-                s.junk.as_ref(),
-                "write members as `key=yes` or `key=no`, separated by commas",
-            ),
-            (_, Some(u)) => {
-                if u.path.is_none() {
-                    self.push(
-                            d.line,
-                            col,
-                            Severity::Warning,
-                            Code::PreferenceSyntax,
-                            "`Content-Usage` without a path: the AIPREF drafts start the value with the path it covers, so readers may skip this line".into(),
-                            "write the path first, for example `Content-Usage: / train-ai=n`",
-                        );
-                }
-                (
-                    u.entries.clone(),
-                    &USAGE_KEYS,
-                    u.junk.as_ref(),
-                    "write members as `key=y` or `key=n`, separated by commas",
-                )
-            }
-            _ => return,
-        };
-        if let Some(junk) = junk {
-            self.push(
-                d.line,
-                col,
-                Severity::Warning,
-                Code::PreferenceSyntax,
-                format!("`{junk}` is no `key=value` member"),
-                hint,
-            );
-        }
-        if entries.is_empty() {
-            self.push(
-                d.line,
-                col,
-                Severity::Warning,
-                Code::PreferenceSyntax,
-                format!("`{}` states no preference", text(d.key)),
-                "write at least one `key=value`",
-            );
-        }
-        for e in entries {
-            if !known.contains(&e.key.as_str()) {
+        if let Some(s) = prefs.signals.first() {
+            if let Some(junk) = &s.junk {
                 self.push(
                     d.line,
                     col,
                     Severity::Warning,
                     Code::PreferenceSyntax,
-                    format!("`{}` is not a key `{}` defines; readers ignore it", e.key, text(d.key)),
-                    &format!("known keys: {}", known.join(", ")),
+                    format!("`{junk}` is no `key=value` member"),
+                    "write members as `key=yes` or `key=no`, separated by commas",
+                );
+            }
+            if s.entries.is_empty() {
+                self.push(
+                    d.line,
+                    col,
+                    Severity::Warning,
+                    Code::PreferenceSyntax,
+                    "`Content-Signal` states no preference".into(),
+                    "write at least one `key=value`",
+                );
+            }
+            for e in &s.entries {
+                if !SIGNAL_KEYS.contains(&e.key.as_str()) {
+                    self.push(
+                        d.line,
+                        col,
+                        Severity::Warning,
+                        Code::PreferenceSyntax,
+                        format!("`{}` is not a key `Content-Signal` defines; readers ignore it", e.key),
+                        &format!("known keys: {}", SIGNAL_KEYS.join(", ")),
+                    );
+                } else if e.key == "use" {
+                    if !USE_VALUES.contains(&e.value.as_str()) {
+                        self.push(
+                            d.line,
+                            col,
+                            Severity::Warning,
+                            Code::PreferenceSyntax,
+                            format!(
+                                "`use={}`: Cloudflare's Content Signals Policy defines `use` as immediate, reference or full (a key it marks as testing), so readers ignore this value",
+                                e.value
+                            ),
+                            "write `use=immediate`, `use=reference` or `use=full`",
+                        );
+                    }
+                } else if e.allow.is_none() {
+                    self.push(
+                        d.line,
+                        col,
+                        Severity::Warning,
+                        Code::PreferenceSyntax,
+                        format!("`{}={}`: the value is neither yes nor no, so readers ignore it", e.key, e.value),
+                        "write `yes` or `no`",
+                    );
+                }
+            }
+            return;
+        }
+        let Some(u) = prefs.usages.first() else { return };
+        if u.path.is_none() && d.value.first() == Some(&b'*') {
+            self.push(
+                d.line,
+                col,
+                Severity::Warning,
+                Code::PreferenceSyntax,
+                "a `Content-Usage` path starts with `/`: a value that starts otherwise has no path, so readers take all of it as the preference".into(),
+                "start the path with `/`, for example `Content-Usage: /*.pdf train-ai=n`",
+            );
+        }
+        if let Some(junk) = &u.junk {
+            self.push(
+                d.line,
+                col,
+                Severity::Warning,
+                Code::PreferenceSyntax,
+                format!("{junk}, so readers take it to state no preference ({AIPREF_VOCAB})"),
+                "write lower-case labels with `y` or `n`, for example `Content-Usage: / train-ai=n, search=y`",
+            );
+        } else if u.entries.is_empty() {
+            self.push(
+                d.line,
+                col,
+                Severity::Warning,
+                Code::PreferenceSyntax,
+                "`Content-Usage` states no preference".into(),
+                "write at least one label, for example `train-ai=n`",
+            );
+        }
+        for e in &u.entries {
+            if let Some((_, now)) = RETIRED_USAGE_KEYS.iter().find(|(k, _)| *k == e.key) {
+                self.push(
+                    d.line,
+                    col,
+                    Severity::Warning,
+                    Code::PreferenceSyntax,
+                    format!(
+                        "`{}` is a label of an earlier AIPREF draft that {AIPREF_VOCAB} dropped: {now}; readers of the current draft ignore it",
+                        e.key
+                    ),
+                    &format!("the labels of {AIPREF_VOCAB} are {}", USAGE_KEYS.join(" and ")),
+                );
+            } else if !USAGE_KEYS.contains(&e.key.as_str()) {
+                self.push(
+                    d.line,
+                    col,
+                    Severity::Info,
+                    Code::PreferenceSyntax,
+                    format!(
+                        "`{}` is no label of {AIPREF_VOCAB}: readers ignore labels they do not know (an extension may define it)",
+                        e.key
+                    ),
+                    &format!("the labels of {AIPREF_VOCAB} are {}", USAGE_KEYS.join(" and ")),
                 );
             } else if e.allow.is_none() {
                 self.push(
@@ -535,11 +593,33 @@ impl Linter {
                     col,
                     Severity::Warning,
                     Code::PreferenceSyntax,
-                    format!("`{}={}`: the value is neither yes nor no, so readers ignore it", e.key, e.value),
-                    if key == b"content-signal" { "write `yes` or `no`" } else { "write `y` or `n`" },
+                    format!(
+                        "`{}={}`: only the tokens `y` and `n` state a preference, so readers take this one as unknown",
+                        e.key, e.value
+                    ),
+                    "write `y` or `n`",
                 );
             }
         }
+    }
+
+    /// Google's robots.txt reporting library lists `content-signal` and
+    /// `content-usage` among the tags it recognises and does not support,
+    /// as it does `crawl-delay`: said once a file, at the first such line.
+    fn google_ignores(&mut self, d: &Directive<'_>) {
+        if std::mem::replace(&mut self.google_ignores_said, true) {
+            return;
+        }
+        let col = self.column(d.key);
+        let code = if d.key.eq_ignore_ascii_case(b"content-signal") { Code::ContentSignal } else { Code::Preference };
+        self.push(
+            d.line,
+            col,
+            Severity::Info,
+            code,
+            "Google recognises `content-signal` and `content-usage` lines and does not support them, as with `crawl-delay` (its robots.txt reporting lists them that way): Google ignores these lines, and they cost nothing".into(),
+            "keep them for the crawlers that read them",
+        );
     }
 
     fn unknown(&mut self, d: &Directive<'_>) {
@@ -567,27 +647,17 @@ impl Linter {
                 format!("`{}` in robots.txt has not worked since Google dropped it in 2019", text(d.key)),
                 "use a `noindex` robots meta tag or an `X-Robots-Tag` header, and let the page be crawled".into(),
             ),
-            b"content-signal" => {
+            b"content-signal" | b"content-usage" => {
                 self.preference(d);
-                (
-                    Severity::Info,
-                    Code::ContentSignal,
-                    "`Content-Signal` is not part of RFC 9309; Google ignores it, some AI crawlers may read it, and Search Console's robots.txt report and Lighthouse flag it as unknown".into(),
-                    "keep it if you mean it; block crawlers you do not want with their own `User-agent` groups".into(),
-                )
+                self.google_ignores(d);
+                return;
             }
-            b"content-usage" | b"license" => {
-                self.preference(d);
-                (
-                    Severity::Info,
-                    Code::Preference,
-                    format!(
-                        "`{}` states an AI usage preference; Google's verdicts ignore it, and Search Console's robots.txt report and Lighthouse flag it as unknown",
-                        text(d.key)
-                    ),
-                    "expect that warning there; it changes no crawling".into(),
-                )
-            }
+            b"license" => (
+                Severity::Info,
+                Code::Preference,
+                "`License` points AI crawlers at licence terms (RSL); Google's verdicts ignore it, and Search Console's robots.txt report shows it as unknown".into(),
+                "expect that there; it changes no crawling".into(),
+            ),
             b"host" | b"clean-param" | b"request-rate" | b"visit-time" => (
                 Severity::Info,
                 Code::UnknownDirective,

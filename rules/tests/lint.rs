@@ -79,7 +79,7 @@ fn each_code_fires() {
 /// appends such a group to every file its AI policy compiles onto.
 #[test]
 fn a_preferences_only_star_group_is_not_empty() {
-    let body = b"User-agent: *\nDisallow: /x\n\n# AI policy: preferences\nUser-agent: *\nContent-Signal: search=yes, ai-input=yes, ai-train=no\nContent-Usage: / train-ai=n, ai-use=y, search=y\n";
+    let body = b"User-agent: *\nDisallow: /x\n\n# AI policy: preferences\nUser-agent: *\nContent-Signal: search=yes, ai-input=yes, ai-train=no\nContent-Usage: / train-ai=n, search=y\n";
     let found = codes_at(body);
     assert!(!found.iter().any(|c| c.0 == Code::EmptyGroup || c.0 == Code::PreferenceSyntax), "{found:?}");
     // A rule-less group that names a crawler still is one, and says why.
@@ -171,40 +171,54 @@ fn catalogue_codes_come_from_the_catalogue() {
 fn preference_lines() {
     let body = b"Content-Signal: ai-train=no\n\
 User-agent: *\n\
-Content-Signal: search=yes, ai-input=no, ai-train=no\n\
+Content-Signal: search=yes, ai-input=no, ai-train=no, use=reference\n\
 Content-Usage: train-ai=n\n\
 Content-Usage: / train-ai=n, search=y\n\
 Content-Usage: /blog/ train-ai=maybe, summarize=n\n\
 Allow: /\n\
 \n\
 User-agent: GPTBot\n\
-Content-Signal: ai-train=nope\n\
+Content-Signal: ai-train=nope, use=partial\n\
 Disallow: /\n\
-License: https://example.com/license.xml\n";
+License: https://example.com/license.xml\n\
+Content-Usage: / ai-use=n, train-genai=n\n\
+Content-Usage: /x Train-AI=n\n";
     let found = lint(body);
-    let got: Vec<(u32, Code)> = found.iter().map(|d| (d.line, d.code)).collect();
+    let got: Vec<(u32, Code, Severity)> = found.iter().map(|d| (d.line, d.code, d.severity)).collect();
     for want in [
-        (1, Code::PreferenceOutsideGroup),
-        (1, Code::ContentSignal),
-        (3, Code::ContentSignal),
-        (4, Code::PreferenceSyntax),
-        (4, Code::Preference),
-        (5, Code::Preference),
-        (6, Code::PreferenceSyntax),
-        (10, Code::PreferenceSyntax),
-        (12, Code::Preference),
+        (1, Code::PreferenceOutsideGroup, Severity::Warning),
+        (1, Code::ContentSignal, Severity::Info),
+        (6, Code::PreferenceSyntax, Severity::Warning),
+        (6, Code::PreferenceSyntax, Severity::Info),
+        (10, Code::PreferenceSyntax, Severity::Warning),
+        (12, Code::Preference, Severity::Info),
+        (13, Code::PreferenceSyntax, Severity::Warning),
+        (14, Code::PreferenceSyntax, Severity::Warning),
     ] {
         assert!(got.contains(&want), "{want:?} in {found:#?}");
     }
-    // Well-formed lines in a group raise only the information.
-    assert!(!got.contains(&(3, Code::PreferenceSyntax)) && !got.contains(&(5, Code::PreferenceSyntax)), "{found:#?}");
-    let line6: Vec<&str> =
-        found.iter().filter(|d| d.line == 6 && d.code == Code::PreferenceSyntax).map(|d| d.message.as_str()).collect();
+    // Well-formed lines (a path-less rule covers every path) raise nothing.
+    for line in [3, 4, 5] {
+        assert!(!got.iter().any(|g| g.0 == line), "line {line}: {found:#?}");
+    }
+    let on = |line: u32| -> Vec<&str> {
+        found.iter().filter(|d| d.line == line && d.code == Code::PreferenceSyntax).map(|d| d.message.as_str()).collect()
+    };
+    assert!(on(6).iter().any(|m| m.contains("train-ai=maybe")) && on(6).iter().any(|m| m.contains("`summarize`")));
+    assert!(on(10).iter().any(|m| m.contains("use=partial") && m.contains("immediate, reference or full")));
+    // A label the current draft dropped names the draft and what replaced it.
+    let retired: Vec<&str> = on(13);
     assert!(
-        line6.iter().any(|m| m.contains("train-ai=maybe")) && line6.iter().any(|m| m.contains("`summarize`")),
-        "{line6:?}"
+        retired.iter().any(|m| m.starts_with("`ai-use` is a label of an earlier AIPREF draft that draft-ietf-aipref-vocab-07 dropped")),
+        "{retired:?}"
     );
-    assert!(found.iter().any(|d| d.code == Code::Preference && d.message.contains("Search Console")));
+    assert!(retired.iter().any(|m| m.contains("`train-ai` replaces it")), "{retired:?}");
+    assert!(on(14).iter().any(|m| m.contains("RFC 9651")), "upper-case keys: {:?}", on(14));
+    // Google's ignoring, said once, in the right words.
+    let google: Vec<&rules::Diagnostic> = found.iter().filter(|d| d.message.starts_with("Google recognises")).collect();
+    assert_eq!(google.len(), 1, "{found:#?}");
+    assert!(google[0].message.contains("as with `crawl-delay`") && google[0].message.contains("cost nothing"));
+    assert!(!found.iter().any(|d| d.message.contains("flag it as unknown")), "{found:#?}");
 }
 
 /// One stray HTML line among rules is a warning about that line, not "an

@@ -193,7 +193,7 @@ proptest::proptest! {
         let mut body = body;
         body.splice(0..0, keys[pick].iter().copied());
         let prefs = rules::prefs::Preferences::read(&body);
-        let _ = prefs.applied(&[1], b"/a");
+        let _ = prefs.applied(&[1], b"/a", true);
         let _ = rules::lint(&body);
         let policy = AiPolicy { ai_training: Stance::Deny, ..AiPolicy::default() };
         let compiled = policy.compile(&["GPTBot"], &body);

@@ -69,6 +69,12 @@ pub trait Table: Default + std::fmt::Debug + Send + Sync + 'static {
     fn read(body: &[u8]) -> Result<Self, FeedError>;
     /// Entries held (prefixes, keys).
     fn entries(&self) -> usize;
+
+    /// The media type to ask for and to require of an HTTP answer (a key
+    /// directory's); `None` takes any.
+    fn accept_header() -> Option<&'static str> {
+        None
+    }
 }
 
 impl Table for Prefixes {
@@ -189,10 +195,25 @@ impl<T: Table> Feed<T> {
         if !(self.source.starts_with("http://") || self.source.starts_with("https://")) {
             return tokio::fs::read(&self.source).await.map_err(|e| FeedError::Fetch(format!("{}: {e}", self.source)));
         }
-        let response = client.get(&self.source).send().await.map_err(|e| FeedError::Fetch(fetch_error(&e)))?;
+        let mut request = client.get(&self.source);
+        if let Some(accept) = T::accept_header() {
+            request = request.header(reqwest::header::ACCEPT, accept);
+        }
+        let response = request.send().await.map_err(|e| FeedError::Fetch(fetch_error(&e)))?;
         let status = response.status();
+        // A key directory is a 200 or nothing: a redirect is not followed
+        // (the clients follow none) and reads as a failure.
         if !status.is_success() {
             return Err(FeedError::Fetch(format!("answered {}", status.as_u16())));
+        }
+        if let Some(want) = T::accept_header()
+            && self.source.contains(crate::agent::WELL_KNOWN)
+        {
+            let got = response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let essence = got.split(';').next().unwrap_or("").trim();
+            if !essence.eq_ignore_ascii_case(want) {
+                return Err(FeedError::Fetch(format!("served as `{got}`, not {want}")));
+            }
         }
         let body = response.bytes().await.map_err(|e| FeedError::Fetch(fetch_error(&e)))?;
         if body.len() > MAX_FEED_BYTES {

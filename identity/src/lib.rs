@@ -18,6 +18,7 @@
 //! importer verify a client address the same way, with the same feeds and
 //! caches, and the daemons still depend on neither each other.
 
+pub mod agent;
 pub mod dns;
 pub mod feeds;
 pub mod prefixes;
@@ -50,6 +51,16 @@ pub fn runtime() -> Result<tokio::runtime::Handle, String> {
         .as_ref()
         .map(|r| r.handle().clone())
         .map_err(Clone::clone)
+}
+
+/// The client key directories are fetched with: no redirect is followed,
+/// as the directory draft requires (a 3xx is a failed fetch).
+fn directory_client(timeout: std::time::Duration) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("robotsgate/", env!("CARGO_PKG_VERSION")))
+        .build()
 }
 
 /// The answer for one request.
@@ -290,7 +301,7 @@ impl Identity {
         {
             let keys = directory.table();
             if !keys.ring_is_empty() {
-                match signed.map(|s| s.verify(&keys)) {
+                match signed.map(|s| s.verify(&keys, url)) {
                     Some(Ok(())) => return Judged::Signed(url),
                     Some(Err(why)) => signing = Some(why),
                     None => signing = Some("the request is not signed".to_string()),
@@ -373,8 +384,9 @@ impl Identity {
         for feed in self.feeds.values() {
             let _ = feed.refresh(&client).await;
         }
+        let Ok(unredirected) = directory_client(timeout) else { return };
         for directory in self.directories.values() {
-            let _ = directory.refresh(&client).await;
+            let _ = directory.refresh(&unredirected).await;
         }
     }
 
@@ -391,8 +403,9 @@ impl Identity {
         let mut directories: Vec<Arc<Feed<Keys>>> = self.directories.values().cloned().collect();
         directories.sort_by_key(|f| f.status().source);
         let runtime = runtime()?;
-        runtime.spawn(feeds::keep_fresh(feeds, client.clone(), every));
-        runtime.spawn(feeds::keep_fresh(directories, client, every));
+        runtime.spawn(feeds::keep_fresh(feeds, client, every));
+        let unredirected = directory_client(std::time::Duration::from_secs(30)).map_err(|e| e.to_string())?;
+        runtime.spawn(feeds::keep_fresh(directories, unredirected, every));
         Ok(())
     }
 

@@ -532,7 +532,7 @@ impl Front {
             Some(claim) => {
                 let client = self.gateway.client(conn.peer, forwarded_for);
                 let signed =
-                    Signed::from_request(conn.tls, method, target, req.headers.iter().map(|f| (f.name, f.value)));
+                    self.gateway.signed(conn.tls, method, target, req.headers.iter().map(|f| (f.name, f.value)));
                 let answers = match known {
                     Some(answers) => answers,
                     None => match self.gateway.identity_now(&claim, client, signed.as_ref()) {

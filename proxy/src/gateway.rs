@@ -209,6 +209,21 @@ impl Gateway {
         Some(client)
     }
 
+    /// The Web Bot Auth parts of a crawler's request (`None` unsigned),
+    /// counted by the form of its `Signature-Agent`: both request paths
+    /// read a signature here.
+    pub fn signed<'a>(
+        &self,
+        tls: bool,
+        method: &str,
+        target: &str,
+        fields: impl Iterator<Item = (&'a str, &'a [u8])>,
+    ) -> Option<Signed> {
+        let signed = Signed::from_request(tls, method, target, fields)?;
+        self.metrics.signature_agent.with_label_values(&[signed.agent_form()]).inc();
+        Some(signed)
+    }
+
     /// Verification's answers from what is known now; `Err` when reverse
     /// DNS must be asked first ([`Gateway::identity`]).
     pub fn identity_now(

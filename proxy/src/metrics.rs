@@ -16,6 +16,10 @@ pub struct Metrics {
     /// configured token: a bounded set), verdict and verification answer
     /// (`verified`, `spoofed`, `unverifiable`, `pending`, or `off`).
     pub crawler_requests: IntCounterVec,
+    /// Signed crawler requests by how they wrote `Signature-Agent`
+    /// (`dictionary`, the current draft's; `legacy`, a quoted URL;
+    /// `malformed`; `none`).
+    pub signature_agent: IntCounterVec,
     /// Requests answered 403, by site, crawler and reason (`robots` or
     /// `spoofed`).
     pub enforced: IntCounterVec,
@@ -214,6 +218,19 @@ impl Metrics {
                 "Requests from recognised crawlers",
                 &["crawler", "verdict", "identity"],
             ),
+            signature_agent: {
+                let c = counter(
+                    &registry,
+                    "robotsgate_signature_agent_total",
+                    "Signed crawler requests by the form of their Signature-Agent header",
+                    &["form"],
+                );
+                // Every form from the start, so a rule sees 0, not nothing.
+                for form in ["dictionary", "legacy", "malformed", "none"] {
+                    c.with_label_values(&[form]);
+                }
+                c
+            },
             enforced: counter(
                 &registry,
                 "robotsgate_enforced_total",

@@ -15,7 +15,6 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
 use crate::framing::{absolute_form, content_length};
 use crate::gateway::{CRAWLER_FIELD, FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
-use crate::identity::signed::Signed;
 use crate::metrics::Path;
 use crate::store::State;
 
@@ -221,7 +220,7 @@ impl ProxyHttp for Pipeline {
         let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
         let target = req.uri.path_and_query().map_or("/", |p| p.as_str());
         let fields = req.headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes()));
-        let signed = Signed::from_request(tls, req.method.as_str(), target, fields);
+        let signed = self.0.signed(tls, req.method.as_str(), target, fields);
         let answers = match self.0.identity_now(&claim, client, signed.as_ref()) {
             Ok(answers) => answers,
             Err(_) => self.0.identity(&claim, client, signed.as_ref()).await,

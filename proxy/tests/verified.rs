@@ -319,9 +319,25 @@ fn base64url(bytes: &[u8]) -> String {
 }
 
 /// The `Signature-Input` and `Signature` a crawler holding `key` sends to
-/// `authority`, covering `@authority` and `Signature-Agent: agent`.
+/// `authority`, covering `@authority` and `Signature-Agent: agent` (the
+/// legacy form, a quoted URL).
 fn sign(key: &Key, authority: &str, agent: &str, valid: std::time::Duration) -> (String, String) {
-    use web_bot_auth::components::{CoveredComponent, DerivedComponent, HTTPField, HTTPFieldParametersSet};
+    sign_member(key, authority, None, agent, valid)
+}
+
+/// [`sign`], covering the `Signature-Agent` dictionary member `member`
+/// (`"signature-agent";key="sig1"`) whose serialized value is `agent`, as
+/// the current draft writes it; `None` covers the whole field.
+fn sign_member(
+    key: &Key,
+    authority: &str,
+    member: Option<&str>,
+    agent: &str,
+    valid: std::time::Duration,
+) -> (String, String) {
+    use web_bot_auth::components::{
+        CoveredComponent, DerivedComponent, HTTPField, HTTPFieldParameters, HTTPFieldParametersSet,
+    };
     use web_bot_auth::message_signatures::{MessageSigner, UnsignedMessage};
     struct Request {
         covered: Vec<(CoveredComponent, String)>,
@@ -343,7 +359,9 @@ fn sign(key: &Key, authority: &str, agent: &str, valid: std::time::Duration) -> 
             (
                 CoveredComponent::HTTP(HTTPField {
                     name: "signature-agent".into(),
-                    parameters: HTTPFieldParametersSet(vec![]),
+                    parameters: HTTPFieldParametersSet(
+                        member.map(|m| vec![HTTPFieldParameters::Key(m.to_string())]).unwrap_or_default(),
+                    ),
                 }),
                 agent.to_string(),
             ),
@@ -371,10 +389,26 @@ fn signed_run(fast_path: bool) {
     let feeds = Origin::start();
     feeds.set("/googlebot.json", Reply::ok(FEED));
     let key = fresh_key();
-    let directory = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{}"}}]}}"#, key.x);
-    feeds.set(DIRECTORY_PATH, Reply::ok(directory));
+    let directory = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","kid":"{}","x":"{}"}}]}}"#, key.keyid, key.x);
+    // Served as the directory draft says: its media type, at the well-known URI.
+    let served = |body: &str| Reply::Send {
+        status: 200,
+        headers: vec![("Content-Type".into(), "application/http-message-signatures-directory+json".into())],
+        body: body.as_bytes().to_vec(),
+        delay: std::time::Duration::ZERO,
+    };
+    // First as plain JSON: not a key directory's media type, so refused.
+    feeds.set(DIRECTORY_PATH, Reply::ok(directory.clone()));
     let name = if fast_path { "signed-fast" } else { "signed-pipeline" };
     let mut g = start(name, echo.addr, &feeds.url("/googlebot.json"), dns_port, fast_path);
+    assert!(
+        eventually(20, || g.status()["identity"]["key_directories"][0]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("application/http-message-signatures-directory+json"))),
+        "a directory served as another type: {}",
+        g.status()
+    );
+    feeds.set(DIRECTORY_PATH, served(&directory));
     assert!(
         eventually(20, || g.status()["identity"]["key_directories"][0]["keys"] == 1),
         "the key directory was not loaded: {}",
@@ -411,17 +445,49 @@ fn signed_run(fast_path: bool) {
     // A signature that is not web-bot-auth's shape at all.
     let junk = ("sig1=(\"@authority\");created=1".to_string(), "sig1=:AAAA:".to_string());
     assert_eq!(get(&g, "/junk", &junk, &agent), 403);
+    // A valid signature whose Signature-Agent names another directory: a
+    // key is known by its (URL, key) pair, so it is not this crawler's.
+    let elsewhere = "\"https://elsewhere.example\"";
+    assert_eq!(get(&g, "/elsewhere", &sign(&key, "refuse.test", elsewhere, minute), elsewhere), 403);
+
+    // The current draft's form: a dictionary member keyed by the
+    // signature's label, covered as `"signature-agent";key="sig1"`.
+    let member = format!("sig1={agent}");
+    let dict = sign_member(&key, "refuse.test", Some("sig1"), &agent, minute);
+    assert_eq!(get(&g, "/dictionary", &dict, &member), 200);
+    assert_eq!(tag_seen(&echo, "/dictionary").as_deref(), Some("SignerBot; identity=verified"));
+    // With another member beside it, the signature's own is the one read.
+    let two = format!("other=\"https://elsewhere.example\", {member}");
+    assert_eq!(get(&g, "/two-members", &dict, &two), 200);
+    // A member for another label is no member for this signature.
+    let other_label = format!("sig2={agent}");
+    let covers_sig2 = sign_member(&key, "refuse.test", Some("sig2"), &agent, minute);
+    assert_eq!(get(&g, "/other-label", &covers_sig2, &other_label), 403);
+    // The member changed after signing.
+    assert_eq!(get(&g, "/tampered-member", &dict, "sig1=\"https://evil.test\""), 403);
+
     let metrics = g.metrics();
     assert!(
         metrics.contains(
-            r#"robotsgate_crawler_requests_total{crawler="SignerBot",identity="verified",verdict="allow"} 1"#
+            r#"robotsgate_crawler_requests_total{crawler="SignerBot",identity="verified",verdict="allow"} 3"#
         ),
         "{metrics}"
     );
+    // Both forms are counted apart.
+    let count = |form: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("robotsgate_signature_agent_total{{form=\"{form}\"}} ")))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {form} count: {metrics}"))
+    };
+    assert_eq!(count("dictionary"), 4, "{metrics}");
+    assert!(count("legacy") >= 7, "{metrics}");
 
     // The directory goes down: the copy in use stays, on disk too, and
     // verifies after a kill -9 and a restart.
     feeds.set(DIRECTORY_PATH, Reply::status(503));
+    let _ = served;
     assert!(eventually(10, || g.status()["identity"]["key_directories"][0]["last_error"]
         .as_str()
         .is_some_and(|e| e.contains("503"))));

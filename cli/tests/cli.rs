@@ -375,3 +375,24 @@ fn completions_and_man_pages() {
         assert!(help.contains("EXIT STATUS:"), "{sub} --help: {help}");
     }
 }
+
+/// `batch` claims the library's reading too: empty strings are answered as
+/// Google's library answers them, never refused.
+#[test]
+fn batch_answers_empty_strings_as_the_library() {
+    let input = concat!(
+        r#"{"robots":"user-agent: FooBot\ndisallow: /\n","agent":"FooBot","url":""}"#,
+        "\n",
+        r#"{"robots":"user-agent: FooBot\ndisallow: /\n","agent":"","url":""}"#,
+        "\n",
+        r#"{"robots":"","agent":"FooBot","url":""}"#,
+        "\n"
+    );
+    let out = robots(&["batch"], input.as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    let allowed: Vec<bool> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["allowed"].as_bool().unwrap())
+        .collect();
+    assert_eq!(allowed, [false, true, true]);
+}

@@ -28,7 +28,7 @@ pub fn run(input: impl BufRead, out: &mut impl Write) -> anyhow::Result<ExitCode
                 json!({ "error": e, "line": n + 1 })
             }
         };
-        serde_json::to_writer(&mut out, &answer)?;
+        out.write_all(&serde_json::to_vec(&answer)?)?;
         out.write_all(b"\n")?;
     }
     out.flush()?;

@@ -71,6 +71,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        Err(e) if robotsgate_shell::is_closed_stdout(e.as_ref()) => ExitCode::from(robotsgate_shell::CLOSED_STDOUT),
         Err(e) => {
             eprintln!("robots: {e:#}");
             ExitCode::from(2)

@@ -5,7 +5,9 @@
 //! ALB: `type time elb client:port target:port request_processing_time
 //! target_processing_time response_processing_time elb_status_code
 //! target_status_code received_bytes sent_bytes "request" "user_agent" …`.
-//! Classic: the same from `time` on, with `backend` for `target`.
+//! Classic: the same from `time` on, with `backend` for `target`. Classic
+//! logs written before AWS added the User-Agent and TLS fields end after
+//! the quoted request: read, with no User-Agent (so no crawler).
 
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -62,7 +64,11 @@ pub fn read(line: &[u8], balancer: Balancer) -> Result<Entry, Skip> {
         Balancer::Application => 1,
         Balancer::Classic => 0,
     };
-    if f.len() < base + 13 {
+    let fewest = match balancer {
+        Balancer::Application => base + 13,
+        Balancer::Classic => base + 12,
+    };
+    if f.len() < fewest {
         return Err(malformed("too few fields for a load balancer line: the line is cut short"));
     }
     let time = String::from_utf8_lossy(&f[base]);
@@ -71,9 +77,9 @@ pub fn read(line: &[u8], balancer: Balancer) -> Result<Entry, Skip> {
     let status: u16 = String::from_utf8_lossy(&f[base + 7]).parse().map_err(|_| malformed("no status"))?;
     // A request the balancer could not read is logged as `"- - - "`.
     let (method, target) = crate::line::request_line(&f[base + 11])?;
-    let user_agent = match &*f[base + 12] {
-        b"-" => String::new(),
-        ua => String::from_utf8_lossy(ua).into_owned(),
+    let user_agent = match f.get(base + 12).map(|ua| &**ua) {
+        None | Some(b"-") => String::new(),
+        Some(ua) => String::from_utf8_lossy(ua).into_owned(),
     };
     // The request is in absolute form: its host is the site's.
     Ok(Entry { at_ms, client, method, target, status, user_agent, host: None })
@@ -98,6 +104,12 @@ mod tests {
         );
         let e = read(elb.as_bytes(), Balancer::Classic).unwrap();
         assert_eq!((e.client.to_string().as_str(), e.status, e.at_ms), ("2001:db8::7", 404, 1_795_600_800_500));
+        // A Classic line from before the User-Agent and TLS fields: read,
+        // with no User-Agent.
+        let old = r#"2014-02-15T23:39:43.945958Z my-test-loadbalancer 192.168.131.39:2817 10.0.0.1:80 0.000073 0.001048 0.000057 200 200 0 29 "GET http://www.example.com:80/ HTTP/1.1""#;
+        let e = read(old.as_bytes(), Balancer::Classic).unwrap();
+        assert_eq!((e.status, e.user_agent.as_str(), e.target.as_slice()), (200, "", b"http://www.example.com:80/".as_slice()));
+        assert!(matches!(read(&old.as_bytes()[..90], Balancer::Classic), Err(Skip::Malformed(_))));
         // What the balancer could not read, and lines cut short.
         let unread = alb.replace("GET https://shop.example:443/a?b=1 HTTP/1.1", "- - - ");
         assert_eq!(read(unread.as_bytes(), Balancer::Application), Err(Skip::NotHttp));

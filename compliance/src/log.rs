@@ -46,6 +46,25 @@ impl Default for JsonFields {
     }
 }
 
+/// Every name `--format` and `logs[].format` take, for every surface that
+/// lists them (`ingest --help`, errors, the console's hint).
+pub const NAMES: [&str; 14] = [
+    "combined",
+    "common",
+    "vhost_combined",
+    "nginx",
+    "apache",
+    "caddy",
+    "json",
+    "cloudflare",
+    "fastly",
+    "w3c",
+    "iis",
+    "cloudfront",
+    "alb",
+    "elb",
+];
+
 /// A log format.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -60,8 +79,10 @@ pub enum Format {
     Balancer(crate::aws::Balancer),
     /// W3C extended (IIS, CloudFront): each file names its fields in
     /// `#Fields:` lines, which the importer reads with
-    /// [`crate::w3c::Directives`].
-    W3c,
+    /// [`crate::w3c::Directives`]; until one comes, the fields given here
+    /// apply (none for `w3c`/`iis`; CloudFront's documented order for
+    /// `cloudfront`, as pasted or concatenated logs have no directives).
+    W3c(crate::w3c::Directives),
     /// A layout of the server's own (`nginx`, `apache`) or a named one
     /// (`vhost_combined`).
     Layout {
@@ -109,7 +130,8 @@ impl Format {
             }
             "alb" => Format::Balancer(crate::aws::Balancer::Application),
             "elb" => Format::Balancer(crate::aws::Balancer::Classic),
-            "w3c" | "iis" | "cloudfront" => Format::W3c,
+            "w3c" | "iis" => Format::W3c(crate::w3c::Directives::default()),
+            "cloudfront" => Format::W3c(crate::w3c::Directives::cloudfront()),
             // Cloudflare Logpush's HTTP requests dataset, with its own field names.
             "cloudflare" => Format::Json(JsonFields {
                 time: "EdgeStartTimestamp".into(),
@@ -135,7 +157,8 @@ impl Format {
             }
             other => {
                 return Err(format!(
-                    "`{other}`: use combined, common, vhost_combined, w3c (IIS, CloudFront), alb, elb, caddy, json, cloudflare, fastly, nginx or apache"
+                    "`{other}`: use one of {}",
+                    NAMES.join(", ")
                 ));
             }
         })
@@ -162,7 +185,8 @@ impl Format {
             Format::Layout { kind, .. } => kind,
             Format::Balancer(crate::aws::Balancer::Application) => "alb",
             Format::Balancer(crate::aws::Balancer::Classic) => "elb",
-            Format::W3c => "w3c",
+            Format::W3c(d) if *d == crate::w3c::Directives::cloudfront() => "cloudfront",
+            Format::W3c(_) => "w3c",
         }
     }
 
@@ -175,7 +199,7 @@ impl Format {
             Format::Layout { layout, .. } => layout.read(line),
             Format::Balancer(b) => crate::aws::read(line, *b),
             // Without the file's directives: only as the importer reads it.
-            Format::W3c => crate::w3c::Directives::default().read(line),
+            Format::W3c(assumed) => assumed.read(line),
         }
     }
 }
@@ -210,7 +234,9 @@ fn combined(line: &[u8]) -> Result<Entry, Skip> {
             let (ua, _) = quoted(more).ok_or_else(cut)?;
             String::from_utf8_lossy(&ua).into_owned()
         } else {
-            String::new()
+            // A referrer and then nothing: combined writes both quoted
+            // fields, so the line ends where it was cut.
+            return Err(malformed("a referrer with no User-Agent after it: the line is cut short"));
         }
     } else {
         String::new()
@@ -372,6 +398,22 @@ mod tests {
             .read(br#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "GET http://other.example/x HTTP/1.1" 200 1 "-" "b""#)
             .unwrap();
         assert_eq!(absolute.target, b"http://other.example/x");
+        // Cut after the referrer: malformed, not a request with no User-Agent.
+        let cut = Format::Combined.read(br#"1.2.3.4 - - [25/Nov/2026:10:00:00 +0000] "GET /x HTTP/1.1" 200 7849 "-" "#);
+        assert!(matches!(cut, Err(Skip::Malformed(ref why)) if why.contains("cut short")), "{cut:?}");
+    }
+
+    /// CloudFront logs pasted or concatenated without their directives are
+    /// read in the field order AWS documents; `w3c` still needs `#Fields:`.
+    #[test]
+    fn cloudfront_without_its_directives() {
+        let line = "2026-11-25\t10:00:00\tSEA19-C1\t2390\t66.249.66.1\tGET\td111111abcdef8.cloudfront.net\t/a%20b\t200\t-\tMozilla/5.0%20(compatible;%20Googlebot/2.1;%20+http://www.google.com/bot.html)\tq=1\t-\tHit\tSOX4x\tshop.example\thttps\t321\t0.003\t-\tTLSv1.3\tTLS_AES_128_GCM_SHA256\tHit\tHTTP/2.0\t-\t-\t11040\t0.003\tHit\ttext/html\t78\t-\t-";
+        let cf = Format::named("cloudfront", []).unwrap();
+        assert_eq!(cf.name(), "cloudfront");
+        let e = cf.read(line.as_bytes()).unwrap();
+        assert_eq!((e.status, e.target.as_slice(), e.host.as_deref()), (200, b"/a b?q=1".as_slice(), Some("shop.example")));
+        assert!(e.user_agent.contains("Googlebot/2.1"), "{}", e.user_agent);
+        assert!(Format::named("w3c", []).unwrap().read(line.as_bytes()).is_err());
     }
 
     #[test]

@@ -23,7 +23,18 @@ pub struct Directives {
     host: Option<usize>,
 }
 
+/// CloudFront's standard log fields, in the order AWS documents them: what
+/// a CloudFront file pasted or concatenated without its `#Fields:` line has.
+pub const CLOUDFRONT_FIELDS: &str = "#Fields: date time x-edge-location sc-bytes c-ip cs-method cs(Host) cs-uri-stem sc-status cs(Referer) cs(User-Agent) cs-uri-query cs(Cookie) x-edge-result-type x-edge-request-id x-host-header cs-protocol cs-bytes time-taken x-forwarded-for ssl-protocol ssl-cipher x-edge-response-result-type cs-protocol-version fle-status fle-encrypted-fields c-port time-to-first-byte x-edge-detailed-result-type sc-content-type sc-content-len sc-range-start sc-range-end";
+
 impl Directives {
+    /// The fields of [`CLOUDFRONT_FIELDS`].
+    pub fn cloudfront() -> Directives {
+        let mut d = Directives::default();
+        d.directive(CLOUDFRONT_FIELDS.as_bytes());
+        d
+    }
+
     /// Reads a directive line (`#…`); true when it was `#Fields:`.
     pub fn directive(&mut self, line: &[u8]) -> bool {
         let text = String::from_utf8_lossy(line);

@@ -547,7 +547,9 @@ pub struct LogSource {
     pub path: PathBuf,
     /// `combined` (nginx's and Apache's; the default), `common`,
     /// `vhost_combined` (Apache's, Debian's `other_vhosts_access.log`),
-    /// `caddy`, `json`, or `nginx` / `apache` with `layout`.
+    /// `nginx` / `apache` with `layout`, `caddy`, `json`, `cloudflare`,
+    /// `fastly`, `w3c` / `iis`, `cloudfront`, `alb` or `elb`
+    /// (`robotsgate_compliance::log::NAMES`).
     #[serde(default = "default_log_format")]
     pub format: String,
     /// For `nginx` and `apache`: the server's own `log_format` or

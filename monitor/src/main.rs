@@ -81,7 +81,7 @@ enum Command {
         /// The site's name.
         site: String,
     },
-    /// Import access logs (plain or .gz) and judge every crawler request
+    /// Import access logs (plain, .gz, .xz or .zst) and judge every crawler request
     /// against the robots.txt the crawler could hold; the same bytes twice
     /// count once.
     Ingest {
@@ -90,8 +90,11 @@ enum Command {
         site: String,
         /// `combined` (nginx and Apache; `common` lines too),
         /// `vhost_combined` (Apache's, Debian's other_vhosts_access.log),
-        /// `caddy`, `json` (one object a line; see --field), or `nginx` /
-        /// `apache` with --layout.
+        /// `nginx` / `apache` with --layout, `caddy`, `json` (one object a
+        /// line; see --field), `cloudflare` and `fastly` (JSON presets),
+        /// `w3c` / `iis` (W3C extended, by its `#Fields:`), `cloudfront`
+        /// (W3C; CloudFront's documented fields when no `#Fields:` comes
+        /// first), `alb` and `elb` (AWS load balancers).
         #[arg(long, default_value = "combined")]
         format: String,
         /// For `--format nginx` or `apache`: the server's own `log_format`
@@ -206,6 +209,7 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
+        Err(e) if robotsgate_shell::is_closed_stdout(e.as_ref()) => ExitCode::from(robotsgate_shell::CLOSED_STDOUT),
         Err(e) => {
             eprintln!("robots-monitor: {e:#}");
             ExitCode::from(2)
@@ -372,19 +376,32 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 writeln!(stdout, "{}", serde_json::to_string_pretty(&reports)?)?;
             } else {
                 for r in &reports {
+                    let plural = monitor::words::plural;
+                    // Unjudged requests say what they came before, in one
+                    // place, so the line never calls them judged.
+                    let unjudged = match (r.unjudged, r.first_known) {
+                        (0, _) => String::new(),
+                        (_, Some(at)) => format!(" (no robots.txt known before {})", monitor::monitor::when(Some(at))),
+                        (_, None) => format!(" (no robots.txt of {site} known yet)"),
+                    };
                     writeln!(
                         stdout,
-                        "{}: {} ({} read before), {} judged, {}, {} redirected, {}, {} for other hosts, {} not HTTP, {} malformed",
+                        "{}: {} ({} read before); {}: {} judged, {} unjudged{unjudged}; {}, {} by spoofers, {} redirected; {}, {} for other hosts, {} not HTTP, {} malformed, {} blank, {}",
                         r.path,
-                        monitor::words::plural(r.lines, "line", "lines"),
+                        plural(r.lines, "line", "lines"),
                         r.already,
-                        monitor::words::plural(r.judged, "crawler request", "crawler requests"),
-                        monitor::words::plural(r.fetches, "robots.txt fetch", "robots.txt fetches"),
+                        plural(r.judged, "crawler request", "crawler requests"),
+                        r.judged - r.unjudged,
+                        r.unjudged,
+                        plural(r.fetches, "robots.txt fetch", "robots.txt fetches"),
+                        r.spoofed_fetches,
                         r.redirected,
-                        monitor::words::plural(r.others, "other client", "other clients"),
+                        plural(r.others, "other client", "other clients"),
                         r.other_hosts,
                         r.not_http,
-                        r.malformed
+                        r.malformed,
+                        r.blank,
+                        plural(r.directives, "directive", "directives"),
                     )?;
                     for (line, why) in &r.bad_samples {
                         writeln!(stdout, "  line {line}: {why}")?;
@@ -416,8 +433,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     if r.unjudged > 0 {
                         writeln!(
                             stdout,
-                            "  {} came before the first robots.txt robotsgate knows of {site}: unjudged, not obeyed (there is no evidence of what the crawler could hold)",
-                            monitor::words::plural(r.unjudged, "crawler request", "crawler requests")
+                            "  unjudged is not obeyed: there is no evidence of what the crawler could hold then"
                         )?;
                     }
                 }

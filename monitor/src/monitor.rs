@@ -351,8 +351,10 @@ impl Monitor {
             }
             tracing::info!(
                 site = %site.name,
-                status = ?outcome.status,
-                error = ?outcome.error,
+                // Numbers and words, not Rust's debug text: a field that
+                // does not apply is left out.
+                status = outcome.status.map(i64::from),
+                error = outcome.error.map(|e| e.to_string()),
                 policy = policy.label(),
                 changed,
                 new_revision = committed.new_revision,

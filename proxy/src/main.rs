@@ -180,6 +180,9 @@ fn exit_when_drained() {
 fn main() {
     let cli: Cli = robotsgate_shell::parse();
     if let Err(e) = run(cli) {
+        if robotsgate_shell::is_closed_stdout(e.as_ref()) {
+            std::process::exit(i32::from(robotsgate_shell::CLOSED_STDOUT));
+        }
         eprintln!("robots-proxy: {e:#}");
         std::process::exit(2);
     }
@@ -501,7 +504,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let ready: Vec<std::net::SocketAddr> =
         settings.listen.iter().chain([&settings.admin]).filter_map(|a| a.parse().ok()).collect();
     server.add_service(background_service("readiness", proxy::upgrade::Ready { addrs: ready }));
-    tracing::info!(listen = ?settings.listen, admin = %settings.admin, upgrade = cli.upgrade, "robots-proxy starting");
+    tracing::info!(listen = %settings.listen.join(", "), admin = %settings.admin, upgrade = cli.upgrade, "robots-proxy starting");
     let started = std::time::SystemTime::now();
     server.run(RunArgs { shutdown_signal: Box::new(GracefulSignals { sock: upgrade_sock, started }) });
     if robotsgate_config::telemetry::HANDOVER_FAILED.load(std::sync::atomic::Ordering::SeqCst) {

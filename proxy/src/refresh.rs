@@ -307,20 +307,20 @@ impl Refresher {
                     if let Some(groups) = &site.proxy.managed_groups {
                         health.contested = contested_agents(&outcome.body, groups);
                         if !health.contested.is_empty() {
-                            tracing::warn!(site = %site.name, agents = ?health.contested, "the origin's robots.txt names agents the managed groups name too; Google merges them, so the origin's rules can outweigh the managed ones");
+                            tracing::warn!(site = %site.name, agents = %health.contested.join(", "), "the origin's robots.txt names agents the managed groups name too; Google merges them, so the origin's rules can outweigh the managed ones");
                         }
                     }
                     if let Some(p) = &site.proxy.ai_policy {
                         health.ai_conflicts = self.ai_compiled(p, &outcome.body).conflicts;
                         if !health.ai_conflicts.is_empty() {
-                            tracing::warn!(site = %site.name, conflicts = ?health.ai_conflicts, "the origin's robots.txt says otherwise than the site's AI policy; the origin's lines stand");
+                            tracing::warn!(site = %site.name, conflicts = %health.ai_conflicts.join("; "), "the origin's robots.txt says otherwise than the site's AI policy; the origin's lines stand");
                         }
                     }
                     if site.proxy.enforce {
                         let found =
                             robotsgate_crawlers::lint::unenforceable(served.robots.named_agents(), &self.catalogue);
                         if !found.is_empty() && found != health.unenforceable {
-                            tracing::warn!(site = %site.name, tokens = ?found, "robots.txt has groups for usage tokens, which no request carries: enforcement cannot apply them");
+                            tracing::warn!(site = %site.name, tokens = %found.join(", "), "robots.txt has groups for usage tokens, which no request carries: enforcement cannot apply them");
                         }
                         health.unenforceable = found;
                     }

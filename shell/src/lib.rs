@@ -40,24 +40,25 @@ impl Command {
     pub fn run(&self, cmd: clap::Command) -> std::io::Result<()> {
         let mut out = std::io::stdout().lock();
         match self {
-            Command::Completions { shell } => {
-                completions(cmd, *shell, &mut out);
-                Ok(())
-            }
+            Command::Completions { shell } => completions(cmd, *shell, &mut out),
             Command::Man { dir } => man(cmd, dir.as_deref(), &mut out),
         }
     }
 }
 
-/// Writes `cmd`'s completions for `shell` to `out`.
-pub fn completions(mut cmd: clap::Command, shell: Shell, out: &mut dyn Write) {
+/// Writes `cmd`'s completions for `shell` to `out`. Generated into memory
+/// first: clap_complete panics on a failed write (a closed pipe), and this
+/// returns the error instead.
+pub fn completions(mut cmd: clap::Command, shell: Shell, out: &mut dyn Write) -> std::io::Result<()> {
     let name = cmd.get_name().to_string();
     let shell = match shell {
         Shell::Bash => clap_complete::Shell::Bash,
         Shell::Zsh => clap_complete::Shell::Zsh,
         Shell::Fish => clap_complete::Shell::Fish,
     };
-    clap_complete::generate(shell, &mut cmd, name, out);
+    let mut text = Vec::new();
+    clap_complete::generate(shell, &mut cmd, name, &mut text);
+    out.write_all(&text)
 }
 
 /// `cmd` with its EXIT STATUS (its `after_help`) on every subcommand that
@@ -71,9 +72,52 @@ pub fn with_exit_status(cmd: clap::Command) -> clap::Command {
 /// The process's arguments as `T`, every subcommand's `--help` with the
 /// EXIT STATUS ([`with_exit_status`]); on a bad argument, clap's message
 /// and exit status 2.
+///
+/// It also makes a closed standard output end the process quietly, as a
+/// Unix tool ends when the reader of its pipe goes (`robots lint F | head`):
+/// see [`quiet_on_closed_stdout`].
 pub fn parse<T: clap::Parser>() -> T {
+    quiet_on_closed_stdout();
     let matches = with_exit_status(T::command()).get_matches();
     T::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// The exit status of a process whose standard output was closed under
+/// it: what a shell reports for one killed by SIGPIPE (128 + 13).
+pub const CLOSED_STDOUT: u8 = 141;
+
+/// Rust ignores SIGPIPE, so `print!` on a pipe whose reader has gone
+/// panics ("failed printing to stdout: Broken pipe") and a `write!` fails.
+/// This ends the process as SIGPIPE would, with status [`CLOSED_STDOUT`]
+/// and nothing on stderr: a panic hook for `print!`, and
+/// [`is_closed_stdout`] for the errors `write!` returns.
+pub fn quiet_on_closed_stdout() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(i32::from(CLOSED_STDOUT));
+        }
+        previous(info);
+    }));
+}
+
+/// Whether `error` (anyhow's chain, or any error) is a write to a closed
+/// pipe: the caller then exits with [`CLOSED_STDOUT`], saying nothing.
+pub fn is_closed_stdout(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// `cmd`'s man pages (roff, section 1): its own, then one per
@@ -127,7 +171,7 @@ mod tests {
             [(Shell::Bash, "complete -F"), (Shell::Zsh, "#compdef demo"), (Shell::Fish, "complete -c demo")]
         {
             let mut out = Vec::new();
-            completions(cmd(), shell, &mut out);
+            completions(cmd(), shell, &mut out).unwrap();
             let text = String::from_utf8(out).unwrap();
             assert!(text.contains(want) && text.contains("check"), "{shell:?}: {text}");
         }

@@ -45,14 +45,18 @@ pub struct FileReport {
     pub path: String,
     /// Its identity (the hash of its first line).
     pub file_id: String,
-    /// Lines read by this import.
+    /// Lines read by this import: every physical line (a last line with no
+    /// line end included), so that the buckets below add up to them.
     pub lines: i64,
     /// Lines an earlier import had read already.
     pub already: i64,
-    /// Crawler requests judged.
+    /// Crawler requests: judged, or unjudged (before the first known robots.txt).
     pub judged: i64,
     /// Of them, before the site's first known robots.txt: no verdict.
     pub unjudged: i64,
+    /// When the site's first known robots.txt begins (Unix ms), if any: what
+    /// the unjudged requests came before.
+    pub first_known: Option<i64>,
     /// Requests read before, unjudged then, judged now against history
     /// imported since.
     pub rejudged: i64,
@@ -64,6 +68,9 @@ pub struct FileReport {
     pub no_hosts: bool,
     /// robots.txt fetches by crawlers, recorded.
     pub fetches: i64,
+    /// robots.txt fetches by clients that claim a crawler and fail its
+    /// verification: they hold nothing for the crawler, so are counted apart.
+    pub spoofed_fetches: i64,
     /// robots.txt fetches by crawlers answered with a redirect (3xx): the
     /// crawler fetched again elsewhere, so they hold no file.
     pub redirected: i64,
@@ -75,6 +82,10 @@ pub struct FileReport {
     pub not_http: i64,
     /// Lines not of the format.
     pub malformed: i64,
+    /// Blank lines (a line end written twice).
+    pub blank: i64,
+    /// Directive lines (W3C's `#Fields:`, `#Version:`, `#Date:`).
+    pub directives: i64,
     /// The first malformed lines, with their numbers.
     pub bad_samples: Vec<(i64, String)>,
     /// Why the file was not read to its end, or not counted at all.
@@ -126,9 +137,10 @@ struct Opened {
     compressed: bool,
 }
 
-/// Opens `path`, decompressing gzip (by its magic bytes, whatever the name);
-/// a compression it cannot read (xz, zstd, bzip2) is an error naming it,
-/// rather than hundreds of "malformed" lines.
+/// Opens `path`, decompressing gzip, xz and zstd (by their magic bytes,
+/// whatever the name: logrotate's `compresscmd` writes all three); a
+/// compression it cannot read (bzip2) is an error naming it, rather than
+/// hundreds of "malformed" lines.
 fn open(path: &Path) -> anyhow::Result<Opened> {
     let mut file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut magic = [0u8; 6];
@@ -140,11 +152,7 @@ fn open(path: &Path) -> anyhow::Result<Opened> {
         }
     }
     let magic = &magic[..n];
-    for (mark, name, tool) in [
-        (&b"\xFD7zXZ\0"[..], "xz", "xz -dk"),
-        (&b"\x28\xB5\x2F\xFD"[..], "zstd", "zstd -d"),
-        (&b"BZh"[..], "bzip2", "bzip2 -dk"),
-    ] {
+    for (mark, name, tool) in [(&b"BZh"[..], "bzip2", "bzip2 -dk")] {
         if magic.starts_with(mark) {
             anyhow::bail!(
                 "{} is {name}-compressed, which ingest does not read; decompress it first (`{tool} {}`), or give the .gz",
@@ -153,14 +161,23 @@ fn open(path: &Path) -> anyhow::Result<Opened> {
             );
         }
     }
-    let compressed = magic.starts_with(&[0x1f, 0x8b]);
+    let gzip = magic.starts_with(&[0x1f, 0x8b]);
+    let xz = magic.starts_with(b"\xFD7zXZ\0");
+    let zstd = magic.starts_with(b"\x28\xB5\x2F\xFD");
     let head = std::io::Cursor::new(magic.to_vec()).chain(file);
-    let lines: Box<dyn BufRead + Send> = if compressed {
+    let lines: Box<dyn BufRead + Send> = if gzip {
         Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(head)))
+    } else if xz {
+        // Concatenated streams too, as `cat a.xz b.xz` and gzip's reader allow.
+        Box::new(BufReader::with_capacity(1 << 16, liblzma::read::XzDecoder::new_multi_decoder(head)))
+    } else if zstd {
+        let decoder = zstd::stream::read::Decoder::new(head)
+            .with_context(|| format!("starting to decompress {} (zstd)", path.display()))?;
+        Box::new(BufReader::with_capacity(1 << 16, decoder))
     } else {
         Box::new(BufReader::with_capacity(1 << 16, head))
     };
-    Ok(Opened { lines, compressed })
+    Ok(Opened { lines, compressed: gzip || xz || zstd })
 }
 
 /// A file's identity: the SHA-256 of its first complete line (of its first
@@ -387,7 +404,12 @@ impl Reader {
         fetches: &mut HashMap<String, Fetch>,
     ) -> anyhow::Result<FileReport> {
         let shown = path.display().to_string();
-        let mut report = FileReport { path: shown.clone(), no_hosts: self.hosts.is_empty(), ..FileReport::default() };
+        let mut report = FileReport {
+            path: shown.clone(),
+            no_hosts: self.hosts.is_empty(),
+            first_known: self.start,
+            ..FileReport::default()
+        };
         // The identity and the lines come from one opening of the file.
         // Opened twice, a file truncated and written again in between
         // (copytruncate) had its new lines read against the old file's
@@ -405,7 +427,7 @@ impl Reader {
         let (mut rows, mut reads): (HashMap<(usize, Key), Tally>, HashMap<String, Fetched>) = Default::default();
         let mut bad: Vec<(i64, String, String)> = Vec::new();
         let (mut offset, mut line_no, mut since_commit) = (0i64, 0i64, 0i64);
-        let w3c = matches!(format, Format::W3c);
+        let w3c = matches!(format, Format::W3c(_));
         // Lines read before `unjudged_before` were unjudged: those at or
         // after the timeline's start now (history imported since) are
         // judged again, moved out of their unjudged rows.
@@ -440,26 +462,34 @@ impl Reader {
                 // the fields of the lines after it (the parsers apply it), in a
                 // resumed read too.
                 if w3c && text.first() == Some(&b'#') {
+                    if offset <= state.read_bytes {
+                        report.already += 1;
+                    } else {
+                        (report.lines, report.directives, state.lines) =
+                            (report.lines + 1, report.directives + 1, state.lines + 1);
+                    }
                     state.read_bytes = state.read_bytes.max(offset);
                     continue;
                 }
-                // Blank lines (a line end written twice) are no lines of the log.
+                // Blank lines (a line end written twice) hold no request, and
+                // are counted as what they are.
                 let blank = text.iter().all(u8::is_ascii_whitespace);
                 // A line read before is read again only to judge it anew: when
                 // it was unjudged, and history imported since reaches its time.
                 let rejudging = offset <= state.read_bytes;
                 if rejudging {
-                    report.already += i64::from(!blank);
+                    report.already += 1;
                     if blank || rejudge.is_none() {
                         continue;
                     }
                 } else {
                     state.read_bytes = offset;
-                    if blank {
-                        continue;
-                    }
                     report.lines += 1;
                     state.lines += 1;
+                    if blank {
+                        report.blank += 1;
+                        continue;
+                    }
                 }
                 let Some(parsed) = parsed else { continue };
                 match parsed.entry {
@@ -500,11 +530,28 @@ impl Reader {
                                 // Redirected: the file came from elsewhere, or not at all.
                                 report.redirected += i64::from(!rejudging);
                             } else if robotsgate_compliance::is_robots_fetch(target) {
-                                // Recorded, never judged; a spoofer's fetch is not the crawler's.
-                                report.fetches += i64::from(!rejudging);
+                                // Recorded, never judged; a spoofer's fetch is not the
+                                // crawler's, and is counted apart.
+                                if identity == Identity::Spoofed {
+                                    report.spoofed_fetches += i64::from(!rejudging);
+                                } else {
+                                    report.fetches += i64::from(!rejudging);
+                                }
                                 let token = self.catalogue.crawlers()[crawler].token.clone();
+                                let known = fetched(&self.timeline, at, entry.status);
+                                // A read before the first known robots.txt: seen, its
+                                // content unknown (revision 0 with a 200 or 304), and
+                                // never used to judge.
                                 if identity != Identity::Spoofed
-                                    && let Some(outcome) = fetched(&self.timeline, at, entry.status)
+                                    && known.is_none()
+                                    && matches!(entry.status, 200 | 304)
+                                    && reads.get(&token).is_none_or(|r| (r.at, r.seq) < (at.ms, line_no))
+                                {
+                                    let read = Fetched { at: at.ms, seq: line_no, revision: 0, status: i64::from(entry.status) };
+                                    reads.insert(token.clone(), read);
+                                }
+                                if identity != Identity::Spoofed
+                                    && let Some(outcome) = known
                                 {
                                     let read = Fetched {
                                         at: at.ms,
@@ -587,7 +634,7 @@ impl Reader {
             let why = report.bad_samples.first().map_or(String::new(), |(_, why)| format!(" (line 1: {why})"));
             report.error = Some(format!(
                 "{shown}: none of its {} is a `{}` line{why}; nothing was counted, and the file is not marked read",
-                crate::words::plural(report.lines, "line", "lines"),
+                crate::words::plural(report.lines - report.blank - report.directives, "line", "lines"),
                 format.name()
             ));
             return Ok(report);
@@ -599,7 +646,7 @@ impl Reader {
 
 /// Whether every line read so far was malformed (and there were some).
 fn all_malformed(report: &FileReport) -> bool {
-    report.lines > 0 && report.malformed == report.lines
+    report.malformed > 0 && report.malformed == report.lines - report.blank - report.directives
 }
 
 /// Writes what was read since the last commit, with the file's offset,

@@ -139,7 +139,10 @@ impl Prefetch {
         let workers = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
         let (work_tx, work_rx) = sync_channel::<Batch>(workers * 2);
         let (done_tx, done) = sync_channel::<Batch>(workers * 2);
-        let w3c = matches!(format, Format::W3c);
+        let w3c = match format {
+            Format::W3c(assumed) => Some(assumed.clone()),
+            _ => None,
+        };
         std::thread::spawn(move || read(input, head.into(), w3c, parsed_after, &work_tx));
         let work_rx = Arc::new(Mutex::new(work_rx));
         for _ in 0..workers {
@@ -168,11 +171,12 @@ impl Prefetch {
 fn read(
     mut input: Box<dyn BufRead + Send>,
     mut head: std::collections::VecDeque<Vec<u8>>,
-    w3c: bool,
+    w3c: Option<Directives>,
     parsed_after: i64,
     work: &SyncSender<Batch>,
 ) {
-    let mut directives = w3c.then(Directives::default);
+    // A W3C file's fields until its first `#Fields:` line.
+    let mut directives = w3c;
     let (mut offset, mut seq) = (0i64, 0u64);
     loop {
         let mut batch = Batch {

@@ -329,6 +329,8 @@ pub fn read_words(l: &CrawlerLine, now: i64) -> Option<String> {
     let ago = humantime::format_duration(std::time::Duration::from_secs(((now - at).max(0) / 1000) as u64));
     let held = match (l.read_revision, l.read_status) {
         (Some(r), _) => format!("it holds revision {r}"),
+        // A file read before the first robots.txt robotsgate knows.
+        (None, Some(200 | 304)) => "what it got is unknown: it came before the first robots.txt robotsgate knows".to_string(),
         (None, Some(s)) => format!("it got {s}"),
         _ => "it got no answer".to_string(),
     };

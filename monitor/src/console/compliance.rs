@@ -281,6 +281,8 @@ struct OverviewPage {
     days: i64,
     chart: String,
     sites: Vec<(SiteTotals, String)>,
+    /// Every log format `ingest --format` reads, for the hint.
+    formats: &'static [&'static str],
 }
 
 #[derive(Template)]
@@ -364,7 +366,12 @@ pub async fn overview_page(State(m): App, Query(p): Query<Period>) -> Response {
                 let href = format!("/sites/{}/compliance?days={days}", encode(&s.site));
                 (s, href)
             });
-            render(&OverviewPage { days, chart: chart(&o.days), sites: sites.collect() })
+            render(&OverviewPage {
+                days,
+                chart: chart(&o.days),
+                sites: sites.collect(),
+                formats: &robotsgate_compliance::log::NAMES,
+            })
         }
         Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")).into_response(),
     }

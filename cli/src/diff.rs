@@ -150,12 +150,15 @@ fn rule_paths(files: &[&[u8]]) -> Vec<String> {
 }
 
 /// Every crawler a group of `files` names, then Googlebot and bingbot, who
-/// read `*` where no group names them.
+/// read `*` where no group names them; a catalogued crawler spelled as the
+/// catalogue spells it (`Googlebot`, not the matcher's `googlebot`).
 fn named_agents(files: &[&Policy]) -> Vec<String> {
+    let catalogue = robotsgate_crawlers::Catalogue::builtin();
     let mut agents: Vec<String> = Vec::new();
     for robots in files.iter().filter_map(|p| p.robots()) {
         for token in robots.named_agents() {
             let token = String::from_utf8_lossy(token).into_owned();
+            let token = catalogue.get(&token).map_or(token, |c| c.token.clone());
             if !agents.iter().any(|a| a.eq_ignore_ascii_case(&token)) {
                 agents.push(token);
             }

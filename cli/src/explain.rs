@@ -47,7 +47,9 @@ fn preferences(body: &[u8], group: &[u32], target: &[u8], fetchable: bool) {
         println!("  Content-Usage, read as {AIPREF_ATTACH} and {AIPREF_VOCAB}:");
     }
     if !fetchable && !prefs.usages.is_empty() {
-        println!("    none apply: the group disallows this path, and preferences apply only to paths a crawler may fetch");
+        println!(
+            "    none apply: the group disallows this path, and preferences apply only to paths a crawler may fetch"
+        );
     } else if applied.usages.is_empty() && !prefs.usages.is_empty() {
         println!("    no rule of this crawler's group matches this path");
     }
@@ -65,7 +67,9 @@ fn preferences(body: &[u8], group: &[u32], target: &[u8], fetchable: bool) {
     if fetchable && !prefs.usages.is_empty() {
         for (key, stated) in &applied.usage {
             let note = match stated {
-                rules::prefs::Stated::Unknown => " (no statement; the vocabulary has no parent category to fall back on)",
+                rules::prefs::Stated::Unknown => {
+                    " (no statement; the vocabulary has no parent category to fall back on)"
+                }
                 _ => "",
             };
             println!("    {key}: {}{note}", stated.as_str());

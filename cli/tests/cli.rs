@@ -43,10 +43,7 @@ fn check_exit_codes_and_line() {
     // stderr, and answered as Google's library answers it, exit status
     // included: an empty URL is the path `/`; an empty crawler matches no
     // group, so only `*` can disallow.
-    let cases = [
-        ("Googlebot", "", "the URL is empty", 0),
-        ("", "/private/a", "the crawler is empty", 1),
-    ];
+    let cases = [("Googlebot", "", "the URL is empty", 0), ("", "/private/a", "the crawler is empty", 1)];
     for (agent, url, says, code) in cases {
         let out = robots(&["check", f, agent, url], b"");
         assert_eq!(out.status.code(), Some(code), "{agent:?} {url:?}");
@@ -149,7 +146,10 @@ fn explain_shows_the_preferences_that_apply() {
     let out = robots(&["explain", f.to_str().unwrap(), "bingbot", "http://h/blog/x"], b"");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Content-Signal, line 2 (in the group at line 1): search=yes, ai-train=no"), "{text}");
-    assert!(text.contains("Content-Usage, read as draft-ietf-aipref-attach-05 and draft-ietf-aipref-vocab-07"), "{text}");
+    assert!(
+        text.contains("Content-Usage, read as draft-ietf-aipref-attach-05 and draft-ietf-aipref-vocab-07"),
+        "{text}"
+    );
     assert!(text.contains("line 4 (path /blog/, the longest that matches): train-ai=y"), "{text}");
     assert!(text.contains("train-ai: allowed") && text.contains("search: unknown"), "{text}");
     assert!(text.contains("License, line 9: https://example.com/rsl.xml"), "{text}");
@@ -158,7 +158,10 @@ fn explain_shows_the_preferences_that_apply() {
     let out = robots(&["explain", f.to_str().unwrap(), "bingbot", "http://h/private/x"], b"");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("none apply: the group disallows this path"), "{text}");
-    let g = temp_file("prefs-nopath.txt", b"User-agent: *\nContent-Signal: use=reference\nContent-Usage: train-ai=n\nAllow: /\n");
+    let g = temp_file(
+        "prefs-nopath.txt",
+        b"User-agent: *\nContent-Signal: use=reference\nContent-Usage: train-ai=n\nAllow: /\n",
+    );
     let out = robots(&["explain", g.to_str().unwrap(), "bingbot", "http://h/any"], b"");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("line 3 (no path: it covers every path): train-ai=n"), "{text}");
@@ -260,10 +263,7 @@ fn diff_with_config_judges_the_gate() {
     let out = run(&new);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(
-        text.contains("the gate would hold this change for shop: it disallows / for Googlebot and "),
-        "{text}"
-    );
+    assert!(text.contains("the gate would hold this change for shop: it disallows / for Googlebot and "), "{text}");
     assert!(text.contains(" other search crawlers (line 3: Disallow: /)"), "{text}");
     // Grouped: each page once, with every search crawler the floor covers.
     assert_eq!(text.matches("\n  / disallowed for ").count(), 1, "{text}");
@@ -395,4 +395,17 @@ fn batch_answers_empty_strings_as_the_library() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["allowed"].as_bool().unwrap())
         .collect();
     assert_eq!(allowed, [false, true, true]);
+}
+
+/// `robots diff` names a catalogued crawler as the catalogue spells it,
+/// whatever case the file wrote its group in.
+#[test]
+fn diff_names_crawlers_as_the_catalogue_spells_them() {
+    let old = temp_file("case-old.txt", b"User-agent: GOOGLEBOT\nDisallow: /a\n\nUser-agent: somebot\nDisallow: /a\n");
+    let new = temp_file("case-new.txt", b"User-agent: GOOGLEBOT\nDisallow: /\n\nUser-agent: somebot\nDisallow: /\n");
+    let out = robots(&["diff", old.to_str().unwrap(), new.to_str().unwrap()], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("  Googlebot  "), "{text}");
+    assert!(!text.contains("googlebot") && !text.contains("GOOGLEBOT  "), "{text}");
+    assert!(text.contains("somebot"), "a token the catalogue does not hold stays as written: {text}");
 }

@@ -197,7 +197,10 @@ fn the_reader_joins_strings_and_decodes_escapes() {
     let found = cases(&path);
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].robots, b"a\nbAA");
-    assert_eq!((found[0].agent.as_slice(), found[0].url.as_slice(), found[0].allowed), (&b"\"Foo\""[..], &b""[..], false));
+    assert_eq!(
+        (found[0].agent.as_slice(), found[0].url.as_slice(), found[0].allowed),
+        (&b"\"Foo\""[..], &b""[..], false)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

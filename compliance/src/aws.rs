@@ -108,7 +108,10 @@ mod tests {
         // with no User-Agent.
         let old = r#"2014-02-15T23:39:43.945958Z my-test-loadbalancer 192.168.131.39:2817 10.0.0.1:80 0.000073 0.001048 0.000057 200 200 0 29 "GET http://www.example.com:80/ HTTP/1.1""#;
         let e = read(old.as_bytes(), Balancer::Classic).unwrap();
-        assert_eq!((e.status, e.user_agent.as_str(), e.target.as_slice()), (200, "", b"http://www.example.com:80/".as_slice()));
+        assert_eq!(
+            (e.status, e.user_agent.as_str(), e.target.as_slice()),
+            (200, "", b"http://www.example.com:80/".as_slice())
+        );
         assert!(matches!(read(&old.as_bytes()[..90], Balancer::Classic), Err(Skip::Malformed(_))));
         // What the balancer could not read, and lines cut short.
         let unread = alb.replace("GET https://shop.example:443/a?b=1 HTTP/1.1", "- - - ");

@@ -156,10 +156,7 @@ impl Format {
                 return Err(format!("`{name}`: give the server's own layout too (`layout:`, or --layout)"));
             }
             other => {
-                return Err(format!(
-                    "`{other}`: use one of {}",
-                    NAMES.join(", ")
-                ));
+                return Err(format!("`{other}`: use one of {}", NAMES.join(", ")));
             }
         })
     }
@@ -411,7 +408,10 @@ mod tests {
         let cf = Format::named("cloudfront", []).unwrap();
         assert_eq!(cf.name(), "cloudfront");
         let e = cf.read(line.as_bytes()).unwrap();
-        assert_eq!((e.status, e.target.as_slice(), e.host.as_deref()), (200, b"/a b?q=1".as_slice(), Some("shop.example")));
+        assert_eq!(
+            (e.status, e.target.as_slice(), e.host.as_deref()),
+            (200, b"/a b?q=1".as_slice(), Some("shop.example"))
+        );
         assert!(e.user_agent.contains("Googlebot/2.1"), "{}", e.user_agent);
         assert!(Format::named("w3c", []).unwrap().read(line.as_bytes()).is_err());
     }

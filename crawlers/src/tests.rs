@@ -311,3 +311,15 @@ fn a_user_agent_naming_two_crawlers_claims_both() {
     assert_eq!(tokens("Mozilla/5.0 ClaudeBot/1.0; GPTBot/1.1; CCBot/2.0").len(), 3);
     assert!(tokens("Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0").is_empty());
 }
+
+/// The README says how many crawlers the catalogue holds: the same number.
+#[test]
+fn the_readme_counts_the_catalogue_right() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).expect("README.md");
+    let said: usize = readme
+        .split("built: ")
+        .filter_map(|rest| rest.split_once(" crawlers with operator"))
+        .find_map(|(n, _)| n.trim().parse().ok())
+        .expect("the README's count of crawlers");
+    assert_eq!(said, Catalogue::builtin().crawlers().len(), "README.md's crawler count");
+}

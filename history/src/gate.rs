@@ -159,9 +159,9 @@ pub async fn release(
             let rows = sqlx::query(
                 "SELECT outcome FROM gate_holds WHERE site = $1 AND released_at IS NULL AND ended_at IS NULL",
             )
-                .bind(site)
-                .fetch_all(&mut *conn)
-                .await?;
+            .bind(site)
+            .fetch_all(&mut *conn)
+            .await?;
             let outcomes: Vec<String> = rows.iter().map(|r| r.try_get("outcome")).collect::<Result<_, _>>()?;
             sqlx::query(
                 "UPDATE gate_holds SET released_at = $2, released_by = $3 \
@@ -219,20 +219,20 @@ pub async fn holds(pool: &AnyPool, site: Option<&str>, released: bool) -> Result
 }
 
 fn held_row(r: &sqlx::any::AnyRow) -> Result<Held, sqlx::Error> {
-            Ok(Held {
-                site: r.try_get("site")?,
-                outcome: r.try_get("outcome")?,
-                status: r.try_get::<Option<i32>, _>("status")?.and_then(|s| u16::try_from(s).ok()),
-                breaks: r.try_get("breaks")?,
-                first_held: r.try_get("first_held")?,
-                last_held: r.try_get("last_held")?,
-                released_at: r.try_get("released_at")?,
-                released_by: r.try_get("released_by")?,
-                ended_at: r.try_get("ended_at")?,
-                ended_why: r.try_get("ended_why")?,
-                episode: r.try_get("episode")?,
-                summary: r.try_get("summary")?,
-            })
+    Ok(Held {
+        site: r.try_get("site")?,
+        outcome: r.try_get("outcome")?,
+        status: r.try_get::<Option<i32>, _>("status")?.and_then(|s| u16::try_from(s).ok()),
+        breaks: r.try_get("breaks")?,
+        first_held: r.try_get("first_held")?,
+        last_held: r.try_get("last_held")?,
+        released_at: r.try_get("released_at")?,
+        released_by: r.try_get("released_by")?,
+        ended_at: r.try_get("ended_at")?,
+        ended_why: r.try_get("ended_why")?,
+        episode: r.try_get("episode")?,
+        summary: r.try_get("summary")?,
+    })
 }
 
 /// Holds no alert was raised for yet: a gateway holds them now, and no

@@ -113,6 +113,16 @@ pub struct Read {
     pub status: i64,
 }
 
+impl Read {
+    /// A read whose content is unknown: a 200 or 304 with no revision, as
+    /// an import records a crawler's robots.txt fetch from before the first
+    /// robots.txt anyone recorded. It shows the fetch was made; it judges
+    /// nothing.
+    pub fn content_unknown(&self) -> bool {
+        self.revision == 0 && matches!(self.status, 200 | 304)
+    }
+}
+
 /// Adds `rows` for `site` to the ledger.
 pub async fn write_rows(conn: &mut AnyConnection, site: &str, rows: &HashMap<Key, Tally>) -> Result<(), sqlx::Error> {
     let mut ordered: Vec<(&Key, &Tally)> = rows.iter().collect();

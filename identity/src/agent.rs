@@ -131,7 +131,10 @@ mod tests {
     fn both_forms_and_their_directories() {
         let d = Form::read(&[r#"sig1="https://Signer.Example""#]).unwrap();
         assert_eq!(d.name(), "dictionary");
-        assert_eq!(d.directory_for("sig1").unwrap(), "https://signer.example/.well-known/http-message-signatures-directory");
+        assert_eq!(
+            d.directory_for("sig1").unwrap(),
+            "https://signer.example/.well-known/http-message-signatures-directory"
+        );
         assert!(d.directory_for("sig2").unwrap_err().contains("no member for the signature's label `sig2`"));
         let j = Form::read(&[r#"sig1="https://s.example/keys.json?v=2";type=jwks_uri"#]).unwrap();
         assert_eq!(j.directory_for("sig1").unwrap(), "https://s.example/keys.json");

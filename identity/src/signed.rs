@@ -78,8 +78,8 @@ impl Table for Keys {
         };
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
         let kept: Vec<&serde_json::Value> = listed.iter().filter(|k| usable(k, now)).collect();
-        let set: JSONWebKeySet = serde_json::from_value(serde_json::json!({ "keys": kept }))
-            .map_err(|e| FeedError::Shape(e.to_string()))?;
+        let set: JSONWebKeySet =
+            serde_json::from_value(serde_json::json!({ "keys": kept })).map_err(|e| FeedError::Shape(e.to_string()))?;
         let mut ring = KeyRing::default();
         let count = ring.import_jwks(set).iter().filter(|e| e.is_none()).count();
         if count == 0 {
@@ -195,7 +195,8 @@ impl SignedMessage for Signed {
                     web_bot_auth::components::HTTPFieldParameters::Key(k) => Some(k.as_str()),
                     _ => None,
                 });
-                let sf = field.parameters.0.iter().any(|p| matches!(p, web_bot_auth::components::HTTPFieldParameters::Sf));
+                let sf =
+                    field.parameters.0.iter().any(|p| matches!(p, web_bot_auth::components::HTTPFieldParameters::Sf));
                 if key.is_none() && !sf {
                     return values.into_iter().map(str::to_string).collect();
                 }

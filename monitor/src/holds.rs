@@ -27,7 +27,8 @@ pub fn held_alert(site: &str, location: &str, h: &Held, console: Option<&str>) -
     );
     let subject = format!("[robotsgate] {site}: change held at the edge");
     let link = console.map(|base| crate::links::site_page(base, site));
-    let mut text = format!("{first}\n\nSite: {site} ({location})\nHeld since: {}\n", crate::monitor::when(Some(h.first_held)));
+    let mut text =
+        format!("{first}\n\nSite: {site} ({location})\nHeld since: {}\n", crate::monitor::when(Some(h.first_held)));
     let _ = writeln!(text, "\nWhat it breaks:");
     for line in h.breaks.lines() {
         let _ = writeln!(text, "  {line}");
@@ -36,12 +37,8 @@ pub fn held_alert(site: &str, location: &str, h: &Held, console: Option<&str>) -
     if let Some(link) = &link {
         let _ = writeln!(text, "In the console: {link}");
     }
-    let mut inner = format!(
-        "<p><strong>{}</strong></p><h2>{}</h2><p>{}</p><ul>",
-        esc(&first),
-        esc(site),
-        esc(location)
-    );
+    let mut inner =
+        format!("<p><strong>{}</strong></p><h2>{}</h2><p>{}</p><ul>", esc(&first), esc(site), esc(location));
     for line in h.breaks.lines() {
         let _ = write!(inner, "<li>{}</li>", esc(line));
     }
@@ -63,7 +60,8 @@ pub fn resolved_notice(site: &str, location: &str, h: &Held, console: Option<&st
     let first = format!("Resolved: the change to robots.txt held at the edge is no longer held: {why}.");
     let subject = format!("[robotsgate] {site}: resolved: change no longer held");
     let link = console.map(|base| crate::links::site_page(base, site));
-    let mut text = format!("{first}\n\nSite: {site} ({location})\nHeld since: {}\n", crate::monitor::when(Some(h.first_held)));
+    let mut text =
+        format!("{first}\n\nSite: {site} ({location})\nHeld since: {}\n", crate::monitor::when(Some(h.first_held)));
     if let Some(link) = &link {
         let _ = writeln!(text, "\nIn the console: {link}");
     }
@@ -95,7 +93,12 @@ pub async fn raise(m: &Monitor) -> Result<usize, StoreError> {
         else {
             continue;
         };
-        let alert_row = QueuedAlert { alert: &alert, severity: AlertSeverity::Critical.as_str(), channels: &channels, kind: "hold" };
+        let alert_row = QueuedAlert {
+            alert: &alert,
+            severity: AlertSeverity::Critical.as_str(),
+            channels: &channels,
+            kind: "hold",
+        };
         queue_alert(&mut tx, &h.site, -id, now, &alert_row).await?;
         tx.commit().await.map_err(q("committing a hold's alert"))?;
         tracing::warn!(site = %h.site, outcome = %h.outcome, subject = %alert.0, "alert queued for a change held at the edge");

@@ -125,8 +125,19 @@ fn from_git(repo: &Path, path: &str, tags: Option<&str>) -> anyhow::Result<Vec<F
         out.push((secs * 1000, body, format!("git:{}@{name}", repo.display())));
     }
     if out.is_empty() {
+        // Where the file is in the repository, if it is anywhere: the hint.
+        let found = git(repo, &["log", "--all", "--format=", "--name-only", "--", "*robots.txt"])
+            .ok()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout).lines().find(|l| !l.is_empty() && *l != path).map(str::to_string)
+            })
+            .unwrap_or_default();
+        let hint = match found {
+            Some(elsewhere) => format!("; the repository has `{elsewhere}`: give `--path {elsewhere}`"),
+            None => "; give its path in the repository with `--path`".to_string(),
+        };
         bail!(
-            "{}: no commit touches `{path}`{}",
+            "{}: no commit touches `{path}`{}{hint}",
             repo.display(),
             tags.map_or(String::new(), |t| format!(" (tags `{t}`)"))
         );

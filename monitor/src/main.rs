@@ -248,7 +248,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 line.push_str(match (&config.database, site.gate) {
                     (_, robotsgate_config::GateMode::Off) => "; gate off",
                     (Some(_), _) => "; fronted by robots-proxy, whose holds reach the monitor through the database",
-                    (None, _) => "; fronted by robots-proxy with no `database:`, so its holds stay on each gateway (see /status)",
+                    (None, _) => {
+                        "; fronted by robots-proxy with no `database:`, so its holds stay on each gateway (see /status)"
+                    }
                 });
             }
             println!("{line}");

@@ -105,7 +105,7 @@ fn run(db: Db) {
     drop(tail);
 
     let out = ingest(&cfg, &[&log]);
-    assert!(out.contains("12 lines (0 read before), 6 crawler requests judged, 1 robots.txt fetch, 0 redirected, 1 other client, 1 for other hosts, 2 not HTTP, 1 malformed"), "{out}");
+    assert!(out.contains("12 lines (0 read before); 6 crawler requests: 6 judged, 0 unjudged; 1 robots.txt fetch, 0 by spoofers, 0 redirected; 1 other client, 1 for other hosts, 2 not HTTP, 1 malformed, 0 blank, 0 directives"), "{out}");
     assert!(out.contains("line 12:"), "the malformed line by its number: {out}");
     let totals = |database: &str| (sum(database, "obeyed"), sum(database, "grace"), sum(database, "violation"));
     assert_eq!(totals(&database), (1, 1, 4), "obeyed, grace, violation");
@@ -673,7 +673,7 @@ fn real_log_lines() {
     let (code, out, err) = ingest_raw(&cfg, &[], &[&log]);
     assert_eq!(code, Some(0), "{err}");
     assert!(
-        out.contains("7 lines (0 read before), 2 crawler requests judged, 1 robots.txt fetch, 1 redirected, 1 other client, 0 for other hosts, 2 not HTTP, 0 malformed"),
+        out.contains("7 lines (0 read before); 2 crawler requests: 2 judged, 0 unjudged; 1 robots.txt fetch, 0 by spoofers, 1 redirected; 1 other client, 0 for other hosts, 2 not HTTP, 0 malformed, 0 blank, 0 directives"),
         "{out}"
     );
     // The escaped UTF-8 targets are judged as the bytes they stand for.
@@ -689,10 +689,11 @@ fn real_log_lines() {
     std::fs::write(&shaped, &copy).unwrap();
     let (code, out, err) = ingest_raw(&cfg, &[], &[&shaped]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("14 lines (0 read before)") && out.contains(" 0 malformed"), "{out}");
+    // Every physical line counts, the blank ones as blank.
+    assert!(out.contains("16 lines (0 read before)") && out.contains(" 0 malformed, 2 blank"), "{out}");
     // Read again: nothing new, the last line included.
     let (_, out, _) = ingest_raw(&cfg, &[], &[&shaped]);
-    assert!(out.contains("0 lines (14 read before)"), "{out}");
+    assert!(out.contains("0 lines (16 read before)"), "{out}");
 
     // A .gz cut short: its readable lines count, the error is named, and the
     // files after it are read; an xz file is named, not read as text.
@@ -706,14 +707,14 @@ fn real_log_lines() {
     let gz = gz.finish().unwrap();
     let cut = dir.join("cut.log.gz");
     std::fs::write(&cut, &gz[..gz.len() - 40]).unwrap();
-    let xz = dir.join("old.log.xz");
-    std::fs::write(&xz, b"\xFD7zXZ\0\0\x04\xE6\xD6\xB4\x46").unwrap();
+    let bz2 = dir.join("old.log.bz2");
+    std::fs::write(&bz2, b"BZh91AY&SY\x00\x00").unwrap();
     let after = dir.join("after.log");
     std::fs::write(&after, written.replace_first(b"GET /robots.txt", b"GET /after")).unwrap();
-    let (code, out, err) = ingest_raw(&cfg, &[], &[&cut, &xz, &after]);
+    let (code, out, err) = ingest_raw(&cfg, &[], &[&cut, &bz2, &after]);
     assert_eq!(code, Some(1), "{out}\n{err}");
     assert!(err.contains("cut.log.gz: read up to line"), "{err}");
-    assert!(err.contains("old.log.xz is xz-compressed"), "{err}");
+    assert!(err.contains("old.log.bz2 is bzip2-compressed"), "{err}");
     let cut_lines: i64 = out
         .lines()
         .find(|l| l.contains("cut.log.gz:"))
@@ -721,6 +722,31 @@ fn real_log_lines() {
         .unwrap_or(0);
     assert!(cut_lines > 100, "the readable lines of the cut file count: {out}");
     assert!(out.contains("after.log: 7 lines (0 read before)"), "the file after them is read: {out}");
+
+    // xz and zstd, as logrotate's `compresscmd` writes them, read by their
+    // magic bytes whatever the name: the same lines as the plain file.
+    for (tool, name) in [("xz", "rotated.log.xz"), ("zstd", "rotated.log.zst")] {
+        let plain = dir.join(format!("{tool}-source.log"));
+        std::fs::write(&plain, written.replace_first(b"GET /robots.txt", format!("GET /{tool}").as_bytes())).unwrap();
+        let packed = dir.join(name);
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{tool} -c {} > {}", plain.display(), packed.display()))
+            .status()
+            .unwrap();
+        assert!(status.success(), "{tool}");
+        let (code, out, err) = ingest_raw(&cfg, &[], &[&packed]);
+        assert_eq!(code, Some(0), "{tool}: {err}");
+        assert!(out.contains(&format!("{name}: 7 lines (0 read before)")) && out.contains(" 0 malformed"), "{out}");
+    }
+
+    // A line cut after the referrer is cut short, not a client request.
+    let referer_cut = dir.join("referer-cut.log");
+    let first = String::from_utf8_lossy(&written).lines().next().unwrap().to_string();
+    let cut_line = format!("{} \"-\" \n", first.rsplitn(3, " \"").last().unwrap().replace("/robots.txt", "/refcut"));
+    std::fs::write(&referer_cut, cut_line.as_bytes()).unwrap();
+    let (_, out, _) = ingest_raw(&cfg, &[], &[&referer_cut]);
+    assert!(out.contains("1 line (0 read before)") && out.contains(" 1 malformed"), "{cut_line}: {out}");
 
     // A first line past 64 KiB: one malformed line, and the rest read.
     let mut long = vec![b'x'; 70 * 1024];
@@ -775,14 +801,20 @@ fn before_the_first_poll_nothing_is_obeyed() {
     get("127.0.0.3", addr, "GET", "/b", GPTBOT);
     assert!(eventually(10, || std::fs::read_to_string(&log).unwrap_or_default().lines().count() == 3));
     let out = ingest(&cfg, &[&log]);
-    assert!(out.contains("2 crawler requests judged"), "{out}");
-    assert!(
-        out.contains("2 crawler requests came before the first robots.txt robotsgate knows of shop: unjudged"),
-        "{out}"
-    );
+    // One line that never calls them judged.
+    assert!(out.contains("2 crawler requests: 0 judged, 2 unjudged (no robots.txt of shop known yet)"), "{out}");
+    assert!(!out.contains("crawler requests judged"), "{out}");
     assert_eq!((sum(&database, "obeyed"), sum(&database, "unjudged")), (0, 2));
     let report = String::from_utf8(monitor(&cfg, &["compliance", "shop"]).stdout).unwrap();
     assert!(report.contains("2 requests, 0 obeyed, 0 in grace, 0 violations, 2 unjudged"), "{report}");
+    // The robots.txt fetch the import counted is seen, its content unknown,
+    // not "no robots.txt read seen".
+    assert!(out.contains("1 robots.txt fetch"), "{out}");
+    assert!(!report.contains("no robots.txt read seen"), "{report}");
+    assert!(
+        report.contains("what it got is unknown: it came before the first robots.txt robotsgate knows"),
+        "{report}"
+    );
     let json: serde_json::Value =
         serde_json::from_slice(&monitor(&cfg, &["compliance", "shop", "--format", "json"]).stdout).unwrap();
     assert_eq!(json[0]["unjudged"], 2, "{json}");
@@ -842,7 +874,7 @@ fn apache_and_nginx_layouts() {
     }
     let lines = |p: &Path| std::fs::read_to_string(p).unwrap_or_default().lines().count();
     assert!(eventually(10, || lines(&apache_dir.join("custom.log")) == 4 && lines(&nginx_log) == 4));
-    let expected = "4 lines (0 read before), 2 crawler requests judged, 1 robots.txt fetch, 1 redirected, 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed";
+    let expected = "4 lines (0 read before); 2 crawler requests: 2 judged, 0 unjudged; 1 robots.txt fetch, 0 by spoofers, 1 redirected; 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed, 0 blank, 0 directives";
     let vhost = apache_dir.join("other_vhosts_access.log");
     for (args, file) in [
         (vec!["--format", "vhost_combined"], vhost.as_path()),
@@ -885,9 +917,9 @@ fn w3c_and_load_balancer_logs() {
     std::fs::write(&b, format!("{header}{}", iis("/news/b", "-"))).unwrap();
     let (code, out, err) = ingest_raw(&cfg, &["--format", "w3c"], &[&a, &b]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("u_ex261125.log: 2 lines (0 read before), 2 crawler requests judged"), "{out}");
+    assert!(out.contains("u_ex261125.log: 5 lines (0 read before); 2 crawler requests: 2 judged"), "{out}");
     assert!(
-        out.contains("u_ex261126.log: 1 line (0 read before), 1 crawler request judged"),
+        out.contains("u_ex261126.log: 4 lines (0 read before); 1 crawler request: 1 judged"),
         "the same header is another file: {out}"
     );
     // The file grows, with new #Fields (IIS writes them again after a restart).
@@ -897,7 +929,7 @@ fn w3c_and_load_balancer_logs() {
     std::fs::write(&a, grown).unwrap();
     let (code, out, _) = ingest_raw(&cfg, &["--format", "w3c"], &[&a]);
     assert_eq!(code, Some(0));
-    assert!(out.contains("1 line (2 read before), 1 crawler request judged, 0 robots.txt fetches, 0 redirected, 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed"), "{out}");
+    assert!(out.contains("2 lines (5 read before); 1 crawler request: 1 judged, 0 unjudged; 0 robots.txt fetches, 0 by spoofers, 0 redirected; 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed, 0 blank, 1 directive"), "{out}");
 
     // CloudFront: tabs, percent-encoded values, x-host-header.
     let cf = dir.join("E2EXAMPLE.2026-11-25-10.abcd1234");
@@ -912,7 +944,7 @@ fn w3c_and_load_balancer_logs() {
     .unwrap();
     let (code, out, err) = ingest_raw(&cfg, &["--format", "cloudfront"], &[&cf]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("1 line (0 read before), 1 crawler request judged"), "{out}");
+    assert!(out.contains("3 lines (0 read before); 1 crawler request: 1 judged"), "{out}");
 
     // An Application Load Balancer's log.
     let stamp = format!("{date}T{time}.123456Z");
@@ -927,9 +959,38 @@ fn w3c_and_load_balancer_logs() {
     .unwrap();
     let (code, out, err) = ingest_raw(&cfg, &["--format", "alb"], &[&alb]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("2 lines (0 read before), 1 crawler request judged, 0 robots.txt fetches, 0 redirected, 0 other clients, 1 for other hosts"), "{out}");
+    assert!(out.contains("2 lines (0 read before); 1 crawler request: 1 judged, 0 unjudged; 0 robots.txt fetches, 0 by spoofers, 0 redirected; 0 other clients, 1 for other hosts"), "{out}");
     // /news/a, /news/b, /news/c, /news/d and /news/e break Disallow: /news; /ok does not.
     assert_eq!((sum(&database, "violation"), sum(&database, "obeyed")), (5, 1));
+
+    // A Classic Load Balancer log from before the User-Agent and TLS fields:
+    // every line read, none a crawler's.
+    let old_elb = dir.join("old-elb.log");
+    let elb_line = |path: &str| {
+        format!(
+            "{stamp} shop-lb 66.249.66.1:2817 10.0.0.1:80 0.000073 0.001048 0.000057 200 200 0 29 \"GET http://shop.test:80{path} HTTP/1.1\"\n"
+        )
+    };
+    std::fs::write(&old_elb, elb_line("/news/f") + &elb_line("/ok")).unwrap();
+    let (code, out, err) = ingest_raw(&cfg, &["--format", "elb"], &[&old_elb]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("2 lines (0 read before); 0 crawler requests") && out.contains("2 other clients"), "{out}");
+    assert!(out.contains(" 0 malformed"), "{out}");
+
+    // CloudFront lines pasted without their #Version and #Fields lines:
+    // read in AWS's documented field order.
+    let pasted = dir.join("cloudfront-pasted.log");
+    std::fs::write(
+        &pasted,
+        format!(
+            "{date}\t{time}\tFRA56-C1\t2390\t66.249.66.1\tGET\td111111abcdef8.cloudfront.net\t/news/g\t200\t-\t{ua_cf}\t-\t-\tHit\tSOX4xwn4XV6Q4rgb7XiVG==\tshop.test\thttps\t420\t0.003\t-\tTLSv1.3\tTLS_AES_128_GCM_SHA256\tHit\tHTTP/2.0\t-\t-\t11040\t0.003\tHit\ttext/html\t78\t-\t-\n"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = ingest_raw(&cfg, &["--format", "cloudfront"], &[&pasted]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("1 line (0 read before); 1 crawler request: 1 judged"), "{out}");
+    assert_eq!(sum(&database, "violation"), 6, "/news/g");
 }
 
 /// History from before monitoring, from a real git repository with five
@@ -1040,6 +1101,31 @@ fn history_from_git_in_either_order() {
     assert_eq!(html.matches("rules (imported)").count(), 5, "{html}");
     assert!(html.contains(&format!("imported from git:{}@", repo.display())), "{html}");
 
+    // The file elsewhere in a repository: the error says where it is.
+    let nested = dir.join("nested");
+    std::fs::create_dir_all(nested.join("public")).unwrap();
+    let nested_git = |args: &[&str]| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&nested)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    nested_git(&["init", "-q", "-b", "main"]);
+    std::fs::write(nested.join("public/robots.txt"), "User-agent: *\nDisallow: /z\n").unwrap();
+    nested_git(&["add", "public/robots.txt"]);
+    nested_git(&["commit", "-q", "-m", "robots"]);
+    let out = monitor(&cfg_a, &["import-history", "shop", "--git", nested.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no commit touches `robots.txt`") && err.contains("give `--path public/robots.txt`"), "{err}");
+
     // History first: judged at once, to the same ledger.
     let (history_first, cfg_b) = setup("history-first");
     import(&cfg_b);
@@ -1108,7 +1194,7 @@ fn imported_logs_are_verified_without_a_gateway() {
     .unwrap();
     let (code, out, err) = ingest_raw(&cfg, &[], &[&log]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("2 crawler requests judged"), "{out}");
+    assert!(out.contains("2 crawler requests: 2 judged, 0 unjudged"), "{out}");
     let identities = |answer: &str| {
         scalar(
             &database,
@@ -1120,6 +1206,21 @@ fn imported_logs_are_verified_without_a_gateway() {
     assert!(text.contains("[identity: 1 spoofed, 1 verified]"), "{text}");
     // One is one: "1 violation", "1 request".
     assert!(text.contains("2 requests, 1 obeyed, 0 in grace, 1 violation [identity"), "{text}");
+    // A spoofer's robots.txt fetch holds nothing for the crawler it claims
+    // to be: counted apart from the crawler's own.
+    let fetches = dir.join("fetches.log");
+    std::fs::write(
+        &fetches,
+        format!(
+            "127.0.0.7 - - [{now}] \"GET /robots.txt HTTP/1.1\" 200 3 \"-\" \"{GOOGLEBOT}\"\n\
+             127.0.0.8 - - [{now}] \"GET /robots.txt HTTP/1.1\" 200 3 \"-\" \"{GOOGLEBOT}\"\n\
+             127.0.0.9 - - [{now}] \"GET /robots.txt HTTP/1.1\" 200 3 \"-\" \"{GOOGLEBOT}\"\n"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = ingest_raw(&cfg, &[], &[&fetches]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("1 robots.txt fetch, 2 by spoofers"), "{out}");
     assert!(text.contains("(verified): 1 request at ") && text.contains("Z, e.g. /news/a"), "{text}");
     // The window is said, in the console's forms; a crawler with nothing
     // recorded is told apart from an empty ledger.

@@ -59,7 +59,8 @@ impl Admin {
     /// `?require=copy` that is a 503, for a readiness probe that wants
     /// enforcement from the first answer.
     fn healthz(&self, require_copy: bool) -> Response<Vec<u8>> {
-        let mut bare: Vec<&str> = self.store.sites().filter(|s| matches!(*self.store.state(s), State::Unknown)).collect();
+        let mut bare: Vec<&str> =
+            self.store.sites().filter(|s| matches!(*self.store.state(s), State::Unknown)).collect();
         bare.sort_unstable();
         if bare.is_empty() {
             return reply(200, "text/plain", "ok: ready, with a copy for every site\n".into());

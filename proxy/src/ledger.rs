@@ -495,7 +495,10 @@ impl Judge {
             for (token, r) in reads {
                 let at = At { ms: r.at, seq: u64::try_from(r.seq).unwrap_or(0) };
                 let book = books.sites.entry(Arc::clone(&site)).or_default();
-                if book.fetches.get(&token).is_some_and(|f| f.at >= at) || book.reads.contains_key(&token) {
+                if book.fetches.get(&token).is_some_and(|f| f.at >= at)
+                    || book.reads.contains_key(&token)
+                    || r.content_unknown()
+                {
                     continue;
                 }
                 let outcome = if r.revision > 0 {

@@ -323,6 +323,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let names: Vec<&str> = fronted.iter().map(|(n, _)| n.as_str()).collect();
     let store = Arc::new(RobotsStore::new(&names, &settings.state_dir));
     let metrics = Arc::new(Metrics::new());
+    metrics.prepare(&names, settings.ledger.is_some() && config.database.is_some());
     let refresh_now = Arc::new(tokio::sync::Notify::new());
     let catalogue = config.catalogue()?;
     let refresher = Refresher::new(

@@ -324,6 +324,39 @@ impl Metrics {
         }
     }
 
+    /// Creates every series whose labels are known at start, for each of
+    /// `sites`: a rule or a dashboard that names one then reads 0 from the
+    /// first scrape, not nothing (Prometheus' instrumentation advice).
+    /// Series labelled by crawler appear with the first crawler request.
+    pub fn prepare(&self, sites: &[&str], ledger: bool) {
+        const SOURCES: [&str; 5] = ["origin", "last-good", "held", "static", "managed"];
+        const FAILURES: [&str; 6] = ["429", "timeout", "unreachable", "5xx", "oversize", "html"];
+        const OUTCOMES: [&str; 4] = ["ok", "held", "no-file", "redirects"];
+        for site in sites {
+            self.robots_held.with_label_values(&[site]).set(0);
+            self.robots_would_hold.with_label_values(&[site]).set(0);
+            self.managed_cut.with_label_values(&[site]);
+            for source in SOURCES {
+                self.robots_served.with_label_values(&[site, source]);
+            }
+            for reason in FAILURES {
+                self.fallback.with_label_values(&[site, reason]);
+                self.refresh.with_label_values(&[site, reason]);
+            }
+            for outcome in OUTCOMES {
+                self.refresh.with_label_values(&[site, outcome]);
+            }
+            for status in ["502", "504"] {
+                self.origin_failures.with_label_values(&[site, status]);
+            }
+        }
+        if ledger {
+            for outcome in ["ok", "error"] {
+                self.ledger_writes.with_label_values(&[outcome]);
+            }
+        }
+    }
+
     /// Sets the feed gauges from the feeds' status, before a render.
     pub fn set_feeds(&self, feeds: &[FeedStatus], now: u64) {
         for f in feeds {

@@ -255,7 +255,10 @@ fn a_fleet_alerts_once_through_a_kill() {
     let _ma = monitor_run(&monitor, &a);
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(mails_with(&smtp, HELD), 1, "exactly one alert across the fleet");
-    assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE kind = 'hold' OR subject LIKE '%held at the edge%'"), 1);
+    assert_eq!(
+        scalar(&database, "SELECT COUNT(*) FROM alerts WHERE kind = 'hold' OR subject LIKE '%held at the edge%'"),
+        1
+    );
     assert_eq!(monitor_cli(&monitor, &a, &["release", "shop"]).0, 0);
     assert!(eventually(20, || serves(a.listen, "origin", BLOCK_ALL) && serves(b.listen, "origin", BLOCK_ALL)));
     assert!(eventually(20, || mails_with(&smtp, RESOLVED) == 1), "{:?}", smtp.mails());
@@ -337,7 +340,12 @@ fn with_no_copy_anywhere_the_gateway_says_it_passes_through() {
     let origin = Origin::start();
     origin.set(
         "/robots.txt",
-        Reply::Send { status: 200, headers: vec![], body: GOOD.as_bytes().to_vec(), delay: Duration::from_millis(1500) },
+        Reply::Send {
+            status: 200,
+            headers: vec![],
+            body: GOOD.as_bytes().to_vec(),
+            delay: Duration::from_millis(1500),
+        },
     );
     let s = setup(&dir, "bare", &dir.join("h.db").display().to_string(), origin.addr, 1, true, "");
     let _g = gateway(&s);

@@ -243,3 +243,57 @@ scrape_configs:
     }
     assert!(empty.is_empty(), "panels without series: {empty:#?}");
 }
+
+/// A fresh gateway's first scrape has every gateway series a shipped rule
+/// or dashboard panel names whose labels are known at start (a site's, a
+/// path's, a phase's): a rule reads 0, not nothing, before the first event.
+#[test]
+fn a_fresh_scrape_has_every_series_the_rules_name() {
+    let dir = temp_dir("fresh-scrape");
+    let (listen, admin) = (free_port(), free_port());
+    let cfg = dir.join("config.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "database: {}\nproxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  state_dir: {}\n  ledger: {{}}\nsites:\n  - name: shop\n    proxy:\n      hosts: [shop.test]\n      origin: 127.0.0.1:1\n",
+            dir.join("h.db").display(),
+            dir.join("state").display()
+        ),
+    )
+    .unwrap();
+    let admin_addr: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
+    let _g = spawn_proxy(&cfg, &[admin_addr]);
+    let scrape = request(admin_addr, "GET", "localhost", "/metrics", &[]).expect("metrics").text();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let shipped = std::fs::read_to_string(root.join("deploy/prometheus/rules.yaml")).unwrap()
+        + &std::fs::read_to_string(root.join("deploy/grafana/robotsgate.json")).unwrap();
+    let mut named: Vec<String> = Vec::new();
+    for (i, _) in shipped.match_indices("robotsgate_") {
+        let name: String =
+            shipped[i..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit()).collect();
+        let name =
+            ["_bucket", "_count", "_sum"].iter().fold(name, |n, s| n.strip_suffix(s).map_or(n.clone(), str::to_string));
+        if !named.contains(&name) {
+            named.push(name);
+        }
+    }
+    // The monitor's, and series labelled by crawler or by feed, appear
+    // with their first event; everything else is the gateway's from start.
+    let later = |n: &str| {
+        n.starts_with("robotsgate_monitor_")
+            || n.starts_with("robotsgate_identity_")
+            || [
+                "robotsgate_crawler_requests_total",
+                "robotsgate_enforced_total",
+                "robotsgate_gateway_violations_total",
+                "robotsgate_crawler_violations_recent",
+                "robotsgate_crawler_violations_total",
+            ]
+            .contains(&n)
+    };
+    let missing: Vec<&String> =
+        named.iter().filter(|n| !later(n)).filter(|n| !scrape.lines().any(|l| l.starts_with(n.as_str()))).collect();
+    assert!(missing.is_empty(), "named by a shipped rule or panel, absent from a fresh scrape: {missing:?}");
+    assert!(scrape.contains("robotsgate_upstream_duration_seconds_count{phase=\"connect\"} 0"), "{scrape}");
+    assert!(scrape.contains("robotsgate_robots_held{site=\"shop\"} 0"), "{scrape}");
+}

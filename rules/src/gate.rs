@@ -262,7 +262,8 @@ impl Group<'_> {
             (None, None) => "no rule applies".to_string(),
         };
         let others = self.agents.len() - 1;
-        let other = if others == 1 { self.crawlers().trim_end_matches('s').to_string() } else { self.crawlers().to_string() };
+        let other =
+            if others == 1 { self.crawlers().trim_end_matches('s').to_string() } else { self.crawlers().to_string() };
         format!("it {verb} {} for {} and {others} other {other} ({why}); {}", b.url, self.agents[0], self.declared())
     }
 }

@@ -407,7 +407,9 @@ mod tests {
         assert_eq!(stated(&p.applied(&[1], b"/", true))[0], ("train-ai", "disallowed"));
         // Length is bytes of the encoded path: `/é` is `/%C3%A9`, seven
         // bytes, longer than `/%C3` though it is three bytes as written.
-        let p = Preferences::read("User-agent: *\nContent-Usage: /é train-ai=n\nContent-Usage: /%C3 train-ai=y\n".as_bytes());
+        let p = Preferences::read(
+            "User-agent: *\nContent-Usage: /é train-ai=n\nContent-Usage: /%C3 train-ai=y\n".as_bytes(),
+        );
         let a = p.applied(&[1], b"/%C3%A9page", true);
         assert_eq!(a.usages.iter().map(|u| u.line).collect::<Vec<_>>(), [2]);
     }

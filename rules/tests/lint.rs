@@ -202,14 +202,21 @@ Content-Usage: /x Train-AI=n\n";
         assert!(!got.iter().any(|g| g.0 == line), "line {line}: {found:#?}");
     }
     let on = |line: u32| -> Vec<&str> {
-        found.iter().filter(|d| d.line == line && d.code == Code::PreferenceSyntax).map(|d| d.message.as_str()).collect()
+        found
+            .iter()
+            .filter(|d| d.line == line && d.code == Code::PreferenceSyntax)
+            .map(|d| d.message.as_str())
+            .collect()
     };
     assert!(on(6).iter().any(|m| m.contains("train-ai=maybe")) && on(6).iter().any(|m| m.contains("`summarize`")));
     assert!(on(10).iter().any(|m| m.contains("use=partial") && m.contains("immediate, reference or full")));
     // A label the current draft dropped names the draft and what replaced it.
     let retired: Vec<&str> = on(13);
     assert!(
-        retired.iter().any(|m| m.starts_with("`ai-use` is a label of an earlier AIPREF draft that draft-ietf-aipref-vocab-07 dropped")),
+        retired
+            .iter()
+            .any(|m| m
+                .starts_with("`ai-use` is a label of an earlier AIPREF draft that draft-ietf-aipref-vocab-07 dropped")),
         "{retired:?}"
     );
     assert!(retired.iter().any(|m| m.contains("`train-ai` replaces it")), "{retired:?}");

@@ -236,14 +236,19 @@ fn fetched(timeline: &Timeline, at: At, status: u16) -> Option<Outcome> {
     }
 }
 
-/// A fetch as the ledger kept it, read back against the timeline's bodies.
-fn fetch_of(read: &Fetched, bodies: &HashMap<i64, Outcome>) -> Fetch {
+/// A fetch as the ledger kept it, read back against the timeline's bodies;
+/// `None` for a read whose content is unknown (a 200 or 304 before the
+/// first known robots.txt), which judges nothing.
+fn fetch_of(read: &Fetched, bodies: &HashMap<i64, Outcome>) -> Option<Fetch> {
+    if read.content_unknown() {
+        return None;
+    }
     let outcome = match (read.revision, read.status) {
         (rev, _) if rev > 0 => bodies.get(&rev).cloned().unwrap_or_else(|| Outcome::status(200)),
         (_, s) if s > 0 => Outcome::status(u16::try_from(s).unwrap_or(500)),
         _ => Outcome::unreachable(),
     };
-    Fetch { at: At { ms: read.at, seq: u64::try_from(read.seq).unwrap_or(0) }, outcome }
+    Some(Fetch { at: At { ms: read.at, seq: u64::try_from(read.seq).unwrap_or(0) }, outcome })
 }
 
 /// Imports `paths` for `site` in `format`, then applies retention.
@@ -338,7 +343,7 @@ impl Importer {
         self.fetches = ledger::reads(m.store(), &self.site)
             .await?
             .iter()
-            .map(|(c, r)| (c.clone(), fetch_of(r, &bodies)))
+            .filter_map(|(c, r)| Some((c.clone(), fetch_of(r, &bodies)?)))
             .collect();
         Ok(())
     }
@@ -547,7 +552,12 @@ impl Reader {
                                     && matches!(entry.status, 200 | 304)
                                     && reads.get(&token).is_none_or(|r| (r.at, r.seq) < (at.ms, line_no))
                                 {
-                                    let read = Fetched { at: at.ms, seq: line_no, revision: 0, status: i64::from(entry.status) };
+                                    let read = Fetched {
+                                        at: at.ms,
+                                        seq: line_no,
+                                        revision: 0,
+                                        status: i64::from(entry.status),
+                                    };
                                     reads.insert(token.clone(), read);
                                 }
                                 if identity != Identity::Spoofed

@@ -330,7 +330,9 @@ pub fn read_words(l: &CrawlerLine, now: i64) -> Option<String> {
     let held = match (l.read_revision, l.read_status) {
         (Some(r), _) => format!("it holds revision {r}"),
         // A file read before the first robots.txt robotsgate knows.
-        (None, Some(200 | 304)) => "what it got is unknown: it came before the first robots.txt robotsgate knows".to_string(),
+        (None, Some(200 | 304)) => {
+            "what it got is unknown: it came before the first robots.txt robotsgate knows".to_string()
+        }
         (None, Some(s)) => format!("it got {s}"),
         _ => "it got no answer".to_string(),
     };

@@ -13,8 +13,8 @@ use serde::Serialize;
 use super::overview::{self, Filter, PAGE, SiteLine};
 use super::tester::{self, Input, Report, Saved};
 use super::{encode, when};
-use crate::monitor::{Monitor, now_ms};
 use crate::change::Target;
+use crate::monitor::{Monitor, now_ms};
 use crate::store::{DAY_MS, StoreError, VerdictRow};
 use rules::Policy;
 

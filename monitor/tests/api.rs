@@ -104,6 +104,8 @@ fn every_answer_matches_the_openapi_document() {
         ("GET", "/api/test?revision=abc".into(), "/api/test", &[], b"", 400),
         ("GET", "/api/test?set=nope%2Fnone".into(), "/api/test", &[], b"", 422),
         ("GET", "/api/test?robots_b64=%21%21".into(), "/api/test", &[], b"", 422),
+        // A target past what the HTTP layer reads: still a problem document.
+        ("GET", format!("/api/test?robots={}", "x".repeat(1_200_000)), "/api/test", &[], b"", 414),
         ("POST", "/api/test".into(), "/api/test", &json, revision_json.as_bytes(), 200),
         (
             "POST",
@@ -130,6 +132,24 @@ fn every_answer_matches_the_openapi_document() {
         ("GET", "/api/compliance?days=7&since=7d".into(), "/api/compliance", &[], b"", 400),
         ("GET", "/api/compliance/shop?sinse=7d".into(), "/api/compliance/{site}", &[], b"", 400),
     ];
+    // A byte that is not UTF-8 in the URLs (`%E9`): Google's verdict on the
+    // bytes, not U+FFFD's.
+    let a = send(
+        addr,
+        "GET",
+        "/api/test?robots=User-agent%3A+*%0ADisallow%3A+%2Fcaf%E9&agents=Googlebot&urls=%2Fcaf%E9",
+        &[],
+        b"",
+    );
+    assert_eq!(a.status, 200);
+    let row = &a.json()["rows"][0];
+    assert_eq!((row["url"].as_str(), row["allowed"].as_bool()), (Some("/caf%E9"), Some(false)), "{row}");
+    let form = b"robots=User-agent%3A+*%0ADisallow%3A+%2Fcaf%E9&agents=Googlebot&urls=%2Fcaf\xE9";
+    let page = send(addr, "POST", "/tester", &[("Content-Type", "application/x-www-form-urlencoded")], form);
+    let html = String::from_utf8_lossy(&page.body);
+    assert_eq!(page.status, 200);
+    assert!(html.contains("/caf%E9") && html.contains("blocked\">disallowed</td>"), "the raw byte 0xE9: {html}");
+
     let mut errors = 0;
     for (method, target, template, headers, body, want) in &cases {
         let a = send(addr, method, target, headers, body);

@@ -469,9 +469,12 @@ fn what_a_person_sees_in_chromium() {
     );
     assert!(wait_listening(SocketAddr::from(([127, 0, 0, 1], port)), 20), "console did not start");
     // Text that wraps inside a cell has more than one line box.
+    // (Text nodes' boxes only: a name cut to fit sits in an inline block,
+    // whose own box is no line of text.)
     const SPLIT: &str = "return Array.from(document.querySelectorAll('td.word, td.when, td.num, .diff td.n, th'))\
-        .filter(td => { const r = document.createRange(); r.selectNodeContents(td); \
-        const tops = new Set(Array.from(r.getClientRects()).map(x => Math.round(x.top))); return tops.size > 1; })\
+        .filter(td => { const tops = new Set(); const w = document.createTreeWalker(td, NodeFilter.SHOW_TEXT); \
+        for (let n = w.nextNode(); n; n = w.nextNode()) { const r = document.createRange(); r.selectNodeContents(n); \
+        for (const x of r.getClientRects()) tops.add(Math.round(x.top)); } return tops.size > 1; })\
         .map(td => td.textContent)";
     block_on(async {
         let c = browser(driver_port).await;
@@ -784,4 +787,78 @@ fn an_htpasswd_file_asks_for_a_name_and_password() {
         err.contains("readers line 3: `carol`'s password is hashed with MD5") && err.contains("htpasswd -B"),
         "{err}"
     );
+}
+
+/// A site named in one long word, a long URL, a long crawler name and an
+/// alert held by a mail outage: no page scrolls sideways, at 1280 px or at
+/// a phone's 390 px; a name cut short keeps its whole text on hover.
+#[test]
+fn long_names_and_errors_never_scroll_sideways() {
+    let Some((_driver, driver_port)) = chromedriver() else { return };
+    let dir = temp_dir("console-long");
+    let origin = Origin::start();
+    let long_path = format!("/{}/robots.txt", "deep".repeat(60));
+    origin.set(&long_path, Reply::ok("User-agent: *\nDisallow: /admin\n"));
+    let name = format!("shop-{}", "x".repeat(120));
+    let bot = format!("Verylongcrawlername{}", "z".repeat(80));
+    let port = free_port();
+    let smtp_port = free_port(); // nothing listens: alerts wait with an error
+    let yaml = format!(
+        "database: history.db\nagents: [Googlebot, {bot}]\ninterval: 1h\n\
+         console: {{ listen: \"127.0.0.1:{port}\" }}\n\
+         email: {{ host: 127.0.0.1, port: {smtp_port}, security: none, from: a@example.test, to: [b@example.test] }}\n\
+         sites:\n  - name: {name}\n    url: {}\n    url_sets:\n      main: [/, \"/{}\"]\n",
+        origin.url(&long_path),
+        "segment".repeat(50),
+    );
+    let cfg = write_config(&dir, &yaml);
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    origin.set(&long_path, Reply::ok("User-agent: *\nDisallow: /\n"));
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    let base = format!("http://127.0.0.1:{port}");
+    let _serve = Proc(
+        Command::new(env!("CARGO_BIN_EXE_robots-monitor"))
+            .args(["--config", cfg.to_str().unwrap(), "serve"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve"),
+    );
+    assert!(wait_listening(SocketAddr::from(([127, 0, 0, 1], port)), 20), "console did not start");
+    let database = dir.join("history.db").display().to_string();
+    let revision = scalar(&database, "SELECT MAX(id) FROM revisions");
+    block_on(async {
+        let c = browser(driver_port).await;
+        let pages = [
+            "/".to_string(),
+            format!("/sites/{name}"),
+            "/alerts".to_string(),
+            "/compliance".to_string(),
+            format!("/sites/{name}/compliance"),
+            format!("/sites/{name}/revisions/{revision}"),
+            format!("/tester?robots=User-agent%3A+*%0ADisallow%3A+%2F&agents={bot}&urls=%2F{}", "q".repeat(400)),
+        ];
+        for (width, height) in [(1280, 900), (390, 844)] {
+            c.set_window_size(width, height).await.expect("window size");
+            for page in &pages {
+                c.goto(&format!("{base}{page}")).await.unwrap();
+                let over = sideways(&c).await;
+                let wide = c
+                    .execute(
+                        "return Array.from(document.querySelectorAll('body *')).filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).slice(0, 6).map(e => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))",
+                        vec![],
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(over, 0, "{page} scrolls sideways by {over} px at {width} px: {wide}");
+            }
+        }
+        // The long name is cut, and its whole text is on hover.
+        c.set_window_size(1280, 900).await.unwrap();
+        c.goto(&format!("{base}/alerts")).await.unwrap();
+        let cell = c.find(Locator::Css("#alerts td.word a.cut")).await.expect("the site's name");
+        assert_eq!(cell.attr("title").await.unwrap().as_deref(), Some(name.as_str()));
+        screenshot(&c, "alerts-long-names").await;
+        c.close().await.expect("close");
+    });
 }

@@ -14,6 +14,7 @@ pub mod alerts;
 pub mod api;
 pub mod compliance;
 mod form;
+pub mod head;
 pub mod overview;
 mod pages;
 pub mod problem;
@@ -116,9 +117,45 @@ pub async fn serve(
     let listener =
         tokio::net::TcpListener::bind(listen).await.with_context(|| format!("console: cannot listen on {listen}"))?;
     tracing::info!(addr = %listener.local_addr()?, "console listening");
-    axum::serve(listener, router(monitor, access)).with_graceful_shutdown(shutdown).await?;
+    let app = router(monitor, access);
+    // Served on hyper's own connection builder rather than `axum::serve`:
+    // hyper answers a head past its buffer (a bare 431) and a target past
+    // 64 KiB (a bare 414) before the router sees them. The buffer is made
+    // larger here, and a first target too long is answered by `head`, so
+    // an `/api/` client gets a problem document.
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of file descriptors, say: wait, and go on.
+                    tracing::warn!("console: accepting a connection: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let (app, watcher) = (app.clone(), graceful.watcher());
+        tokio::spawn(async move {
+            // A first target too long for hyper is answered in our words.
+            let Some(stream) = head::first_line(stream).await else { return };
+            let service = hyper_util::service::TowerToHyperService::new(app);
+            let mut builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+            builder.http1().max_buf_size(MAX_HEAD).timer(hyper_util::rt::TokioTimer::new());
+            let conn = builder.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service);
+            let _ = watcher.watch(conn.into_owned()).await;
+        });
+    }
+    graceful.shutdown().await;
     Ok(())
 }
+
+/// The largest request head the console reads: a target as long as hyper
+/// takes ([`head::HYPER_MAX_TARGET`]) and many headers besides.
+pub const MAX_HEAD: usize = 1024 * 1024;
 
 pub(crate) use crate::links::encode;
 

@@ -560,7 +560,7 @@ async fn multipart_input(mut form: Multipart) -> (Input, Option<String>) {
             }
             "robots_b64" => input.robots_b64 = text(),
             "agents" => input.agents = text(),
-            "urls" => input.urls = text(),
+            "urls" => input.urls = tester::url_text(bytes.to_vec()),
             "site" => input.site = text(),
             "set" => input.set = text(),
             "revision" => match tester::revision_number(&text()) {
@@ -649,6 +649,7 @@ async fn api_test(m: &Monitor, input: Input) -> Response {
         (status = 200, description = "Every verdict with its group and deciding line, and the lint", body = tester::Report),
         (status = 400, description = "A field that cannot be read", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such revision", body = super::problem::Problem, content_type = "application/problem+json"),
+        (status = 414, description = "A query longer than the console reads (64 KiB): send the file with POST", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Input past a limit, or a site or set that does not exist", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
     ))]

@@ -8,6 +8,27 @@ use serde::{Deserialize, Serialize};
 
 use rules::{Policy, Robots};
 
+/// URLs as the form sent them. Bytes that are not UTF-8 (`%E9`, or a raw
+/// 0xE9) are kept as the bytes they are, percent-encoded as a crawler sends
+/// them and as Google's matcher reads them, rather than replaced by U+FFFD,
+/// which would match no rule the bytes match.
+pub fn url_text(bytes: Vec<u8>) -> String {
+    match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let mut out = String::new();
+            for b in e.into_bytes() {
+                if b.is_ascii() {
+                    out.push(char::from(b));
+                } else {
+                    out.push_str(&format!("%{b:02X}"));
+                }
+            }
+            out
+        }
+    }
+}
+
 /// Largest file the tester takes. Google reads 500 KiB; a little more is
 /// accepted so that a file past the limit can be tested and linted for it.
 pub const MAX_ROBOTS_BYTES: usize = 1024 * 1024;
@@ -194,7 +215,7 @@ impl Input {
                 "robots" if !value.is_empty() => typed = Some(value),
                 "robots_b64" => input.robots_b64 = text(),
                 "agents" => input.agents = text(),
-                "urls" => input.urls = text(),
+                "urls" => input.urls = url_text(value.to_vec()),
                 "site" => input.site = text(),
                 "set" => input.set = text(),
                 "revision" => input.revision = revision_number(&text())?,

@@ -207,8 +207,7 @@ impl SignedMessage for Signed {
                     Some(k) => match dict.iter().find(|(name, _)| name.as_str() == k).map(|(_, v)| v) {
                         Some(sfv::ListEntry::Item(item)) => vec![item.serialize_value()],
                         Some(sfv::ListEntry::InnerList(list)) => {
-                            let mut one = sfv::List::new();
-                            one.push(sfv::ListEntry::InnerList(list.clone()));
+                            let one: sfv::List = vec![sfv::ListEntry::InnerList(list.clone())];
                             one.serialize_value().into_iter().collect()
                         }
                         None => Vec::new(),

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `robots-monitor once` over SITES loopback sites on a fresh SQLite file,
+# with the shipped defaults (the gate on): sites polled per minute at first
+# sight (every site's first revision, state and verdicts) and unchanged (the
+# same files again), for this tree and, in the same run, for BASE (default
+# 1652345^, the commit before the gate), built in a worktree with the same
+# profile. Also counts sqlx's slow-acquire warnings. Loopback only.
+#   [BASE=rev] [RUNS=2] scripts/bench-once.sh [SITES=10000]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sites=${1:-10000}
+runs=${RUNS:-2}
+base=${BASE:-1652345^}
+source scripts/setup.sh
+# One profile for both builds, lighter than the shipped one (fat LTO takes
+# a quarter of an hour on two cores); the comparison is like for like.
+export CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+target=${CARGO_TARGET_DIR:-target}
+cargo build --release -p monitor --bin robots-monitor --example origin_fleet
+now_bin="$target/release/robots-monitor"
+fleet="$target/release/examples/origin_fleet"
+
+work=$(mktemp -d /tmp/robots-once-bench.XXXXXX)
+tree="$work/base"
+git worktree add -q --detach "$tree" "$base"
+(cd "$tree" && CARGO_TARGET_DIR="$work/base-target" cargo build --release -p monitor --bin robots-monitor)
+base_bin="$work/base-target/release/robots-monitor"
+
+port=18090
+"$fleet" "$port" 2>/dev/null &
+origin=$!
+trap 'kill $origin 2>/dev/null || true; git worktree remove --force "$tree" 2>/dev/null || true' EXIT
+sleep 0.5
+
+config() { # DATABASE
+  echo "database: $1"
+  echo "agents: [Googlebot, bingbot, GPTBot]"
+  echo "interval: 1m"
+  echo "sites:"
+  for ((i = 0; i < sites; i++)); do
+    echo "  - name: s$i"
+    echo "    url: http://127.0.0.1:$port/s/$i/robots.txt"
+    echo "    url_sets: { main: [/, /admin/login, /cart, /s$i/private/x] }"
+  done
+}
+
+rate() { # BIN CONFIG LOG: one `once`, in sites per minute
+  local start end
+  start=$(date +%s.%N)
+  ROBOTSGATE_LOG=warn "$1" --config "$2" once >/dev/null 2>>"$3"
+  end=$(date +%s.%N)
+  awk -v s="$start" -v e="$end" -v n="$sites" 'BEGIN { printf "%.0f", n / (e - s) * 60 }'
+}
+
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $sites sites; base $(git rev-parse --short "$base")"
+printf "%-6s %-5s %14s %14s %9s\n" build run "first sight" unchanged "slow acq"
+for ((r = 1; r <= runs; r++)); do
+  for which in base now; do
+    bin=$base_bin
+    [[ $which == now ]] && bin=$now_bin
+    db="$work/$which-$r.db"
+    config "$db" > "$work/$which-$r.yaml"
+    log="$work/$which-$r.log"
+    : > "$log"
+    first=$(rate "$bin" "$work/$which-$r.yaml" "$log")
+    again=$(rate "$bin" "$work/$which-$r.yaml" "$log")
+    slow=$(grep -c "slow threshold" "$log" || true)
+    printf "%-6s %-5s %14s %14s %9s\n" "$which" "$r" "$first/min" "$again/min" "$slow"
+  done
+done

@@ -550,16 +550,22 @@ impl Monitor {
 
     /// Polls every site once, whether due or not, then delivers alerts.
     pub async fn once(self: &Arc<Self>) -> anyhow::Result<Vec<PollOutcome>> {
+        // At most CONCURRENT_POLLS at once, as the daemon polls: ten
+        // thousand polls started together queued on the database's
+        // connections for longer than its slow-acquire threshold.
         let mut tasks = JoinSet::new();
-        for i in 0..self.config.sites.len() {
-            let me = Arc::clone(self);
-            tasks.spawn(async move {
-                let site = &me.config.sites[i];
-                me.poll_once(site, true).await.map_err(|e| anyhow::anyhow!("site `{}`: {e}", site.name))
-            });
-        }
         let mut out = Vec::new();
-        while let Some(done) = tasks.join_next().await {
+        let mut next = 0;
+        loop {
+            while next < self.config.sites.len() && tasks.len() < CONCURRENT_POLLS {
+                let (me, i) = (Arc::clone(self), next);
+                tasks.spawn(async move {
+                    let site = &me.config.sites[i];
+                    me.poll_once(site, true).await.map_err(|e| anyhow::anyhow!("site `{}`: {e}", site.name))
+                });
+                next += 1;
+            }
+            let Some(done) = tasks.join_next().await else { break };
             match done? {
                 Ok(Some(o)) => out.push(o),
                 Ok(None) => {}

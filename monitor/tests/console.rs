@@ -612,6 +612,8 @@ fn a_site_never_polled_says_what_to_run() {
     let _serve = serve(&cfg, addr, None);
     let page = request(addr, "GET", "127.0.0.1", "/sites/shop", &[]).expect("site page").text();
     assert!(page.contains("id=\"never-polled\"") && page.contains("robots-monitor once"), "{page}");
+    // "Verdicts now" says why it is empty, rather than an empty table.
+    assert!(page.contains("id=\"no-verdicts\"") && page.contains("was never polled"), "{page}");
     // An empty tester form is told what to give.
     let form = [("Content-Type", "application/x-www-form-urlencoded")];
     let empty = openapi::send(addr, "POST", "/tester", &form, b"robots=&agents=&urls=");

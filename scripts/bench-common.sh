@@ -82,3 +82,16 @@ bench_wait_store() {
     done
   done
 }
+
+# bench_monitor_sites SITES PORT: the `sites:` of the monitor's scale
+# benchmarks (bench-monitor, bench-once): SITES sites on the origin fleet
+# at PORT, each with a saved set of four URLs.
+bench_monitor_sites() {
+  local i
+  echo "sites:"
+  for ((i = 0; i < $1; i++)); do
+    echo "  - name: s$i"
+    echo "    url: http://127.0.0.1:$2/s/$i/robots.txt"
+    echo "    url_sets: { main: [/, /admin/login, /cart, /s$i/private/x] }"
+  done
+}

@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 sites=${1:-10000}
 minutes=${2:-3}
 source scripts/setup.sh
+source scripts/bench-common.sh
 command -v sqlite3 >/dev/null || { apt-get update -qq && apt-get install -y -qq sqlite3; }
 cargo build --release --locked -p monitor --bin robots-monitor --example origin_fleet
 
@@ -27,12 +28,7 @@ database=${DATABASE:-$work/history.db}
   echo "database: $database"
   echo "agents: [Googlebot, bingbot, GPTBot]"
   echo "interval: 1m"
-  echo "sites:"
-  for ((i = 0; i < sites; i++)); do
-    echo "  - name: s$i"
-    echo "    url: http://127.0.0.1:$port/s/$i/robots.txt"
-    echo "    url_sets: { main: [/, /admin/login, /cart, /s$i/private/x] }"
-  done
+  bench_monitor_sites "$sites" "$port"
 } > "$work/config.yaml"
 
 ROBOTSGATE_LOG=warn target/release/robots-monitor --config "$work/config.yaml" run &

@@ -12,6 +12,7 @@ sites=${1:-10000}
 runs=${RUNS:-2}
 base=${BASE:-1652345^}
 source scripts/setup.sh
+source scripts/bench-common.sh
 # One profile for both builds, lighter than the shipped one (fat LTO takes
 # a quarter of an hour on two cores); the comparison is like for like.
 export CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
@@ -36,12 +37,7 @@ config() { # DATABASE
   echo "database: $1"
   echo "agents: [Googlebot, bingbot, GPTBot]"
   echo "interval: 1m"
-  echo "sites:"
-  for ((i = 0; i < sites; i++)); do
-    echo "  - name: s$i"
-    echo "    url: http://127.0.0.1:$port/s/$i/robots.txt"
-    echo "    url_sets: { main: [/, /admin/login, /cart, /s$i/private/x] }"
-  done
+  bench_monitor_sites "$sites" "$port"
 }
 
 rate() { # BIN CONFIG LOG: one `once`, in sites per minute

@@ -34,6 +34,13 @@ impl OriginAddress<'_> {
     }
 }
 
+/// The CA certificates in the PEM file `path` (`proxy.origin_ca_file`), for
+/// TLS origins signed by a private CA; why not, naming the file.
+pub fn ca_file(path: &std::path::Path) -> Result<reqwest::Certificate, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("cannot read origin_ca_file {}: {e}", path.display()))?;
+    reqwest::Certificate::from_pem(&pem).map_err(|e| format!("origin_ca_file {} is not PEM: {e}", path.display()))
+}
+
 /// HTTP clients for origins, one per site and resolved address.
 #[derive(Debug)]
 pub struct Origins {

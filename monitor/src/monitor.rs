@@ -135,10 +135,7 @@ impl Monitor {
         // Checked when the config was loaded.
         let catalogue = config.catalogue().context("crawlers")?;
         let ca = match config.proxy.as_ref().and_then(|p| p.origin_ca_file.as_ref()) {
-            Some(path) => {
-                let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-                Some(reqwest::Certificate::from_pem(&pem).with_context(|| format!("{} is not PEM", path.display()))?)
-            }
+            Some(path) => Some(source::origin::ca_file(path).map_err(anyhow::Error::msg)?),
             None => None,
         };
         let origins = source::origin::Origins::new(config.http.timeout, &config.http.user_agent, ca);

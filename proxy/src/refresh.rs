@@ -95,14 +95,10 @@ impl Refresher {
             origins: robotsgate_fetch::origin::Origins::new(
                 http.timeout,
                 &http.user_agent.replace("monitor", "proxy"),
-                settings.origin_ca_file.as_ref().and_then(|path| {
-                    let pem = std::fs::read(path)
-                        .map_err(|e| tracing::error!(file = %path.display(), "cannot read origin_ca_file: {e}"))
-                        .ok()?;
-                    reqwest::Certificate::from_pem(&pem)
-                        .map_err(|e| tracing::error!(file = %path.display(), "origin_ca_file is not PEM: {e}"))
-                        .ok()
-                }),
+                settings
+                    .origin_ca_file
+                    .as_ref()
+                    .and_then(|path| robotsgate_fetch::origin::ca_file(path).map_err(|e| tracing::error!("{e}")).ok()),
             ),
         }
     }

@@ -13,6 +13,16 @@ use sqlx::Row;
 
 use crate::store::{Store, StoreError};
 
+/// The channels that take an alert of `severity` about `site` one by one
+/// (digest channels collect theirs in their digest instead).
+pub fn direct(
+    config: &robotsgate_config::Config,
+    site: &str,
+    severity: robotsgate_config::AlertSeverity,
+) -> Vec<String> {
+    config.channels.iter().filter(|c| c.digest.is_none() && c.takes(site, severity)).map(|c| c.name.clone()).collect()
+}
+
 /// Longest one delivery may take.
 pub const SEND_LIMIT: Duration = Duration::from_secs(10);
 /// How long a claim on a delivery lasts: past the longest send.

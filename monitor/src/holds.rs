@@ -13,11 +13,11 @@
 
 use std::fmt::Write as _;
 
-use robotsgate_config::AlertSeverity;
+use robotsgate_config::{AlertSeverity, Config};
 use robotsgate_history::gate::Held;
 
-use crate::Monitor;
-use crate::store::{QueuedAlert, StoreError, q, queue_alert};
+use crate::clock::{now_ms, when};
+use crate::store::{QueuedAlert, Store, StoreError, q, queue_alert};
 
 /// The alert of a hold: (subject, text, HTML).
 pub fn held_alert(site: &str, location: &str, h: &Held, console: Option<&str>) -> (String, String, String) {
@@ -27,8 +27,7 @@ pub fn held_alert(site: &str, location: &str, h: &Held, console: Option<&str>) -
     );
     let subject = format!("[robotsgate] {site}: change held at the edge");
     let link = console.map(|base| crate::links::site_page(base, site));
-    let mut text =
-        format!("{first}\n\nSite: {site} ({location})\nHeld since: {}\n", crate::monitor::when(Some(h.first_held)));
+    let mut text = format!("{first}\n\nSite: {site} ({location})\nHeld since: {}\n", when(Some(h.first_held)));
     let _ = writeln!(text, "\nWhat it breaks:");
     for line in h.breaks.lines() {
         let _ = writeln!(text, "  {line}");
@@ -52,7 +51,7 @@ pub fn resolved_notice(site: &str, location: &str, h: &Held, console: Option<&st
         (Some(at), by, _) => format!(
             "it was released{} at {}, and every gateway sharing the database serves it at its next refresh",
             by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default(),
-            crate::monitor::when(Some(*at))
+            when(Some(*at))
         ),
         (None, _, Some(why)) => why.clone(),
         (None, _, None) => "the gateway held it again later, as a new hold".to_string(),
@@ -60,8 +59,7 @@ pub fn resolved_notice(site: &str, location: &str, h: &Held, console: Option<&st
     let first = format!("Resolved: the change to robots.txt held at the edge is no longer held: {why}.");
     let subject = format!("[robotsgate] {site}: resolved: change no longer held");
     let link = console.map(|base| crate::links::site_page(base, site));
-    let mut text =
-        format!("{first}\n\nSite: {site} ({location})\nHeld since: {}\n", crate::monitor::when(Some(h.first_held)));
+    let mut text = format!("{first}\n\nSite: {site} ({location})\nHeld since: {}\n", when(Some(h.first_held)));
     if let Some(link) = &link {
         let _ = writeln!(text, "\nIn the console: {link}");
     }
@@ -77,15 +75,17 @@ fn esc(s: &str) -> String {
 /// notice of every alerted hold that is over; returns how many it queued.
 /// Holds of sites this monitor's config does not name are another
 /// config's to alert.
-pub async fn raise(m: &Monitor) -> Result<usize, StoreError> {
-    let pool = m.store().pool();
+pub async fn raise(store: &Store, config: &Config) -> Result<usize, StoreError> {
+    let pool = store.pool();
+    let console = config.console.as_ref().and_then(|c| c.url.as_deref());
+    let site_of = |name: &str| config.sites.iter().find(|s| s.name == name);
     let mut queued = 0;
     for h in robotsgate_history::gate::unalerted(pool).await.map_err(q("reading holds"))? {
-        let Some(site) = m.site(&h.site) else { continue };
+        let Some(site) = site_of(&h.site) else { continue };
         let location = site.source().location();
-        let alert = held_alert(&h.site, &location, &h, m.console_url());
-        let channels = m.channels_for(&h.site, AlertSeverity::Critical);
-        let now = crate::monitor::now_ms();
+        let alert = held_alert(&h.site, &location, &h, console);
+        let channels = crate::channels::direct(config, &h.site, AlertSeverity::Critical);
+        let now = now_ms();
         let mut tx = pool.begin().await.map_err(q("starting a hold's alert"))?;
         let Some(id) = robotsgate_history::gate::claim_alert(&mut tx, &h.site, &h.outcome, now)
             .await
@@ -105,12 +105,12 @@ pub async fn raise(m: &Monitor) -> Result<usize, StoreError> {
         queued += 1;
     }
     for (id, h) in robotsgate_history::gate::ended_unresolved(pool).await.map_err(q("reading ended holds"))? {
-        let Some(site) = m.site(&h.site) else { continue };
+        let Some(site) = site_of(&h.site) else { continue };
         let location = site.source().location();
-        let notice = resolved_notice(&h.site, &location, &h, m.console_url());
+        let notice = resolved_notice(&h.site, &location, &h, console);
         // Whoever was told of the hold is told it is over.
-        let channels = m.channels_for(&h.site, AlertSeverity::Critical);
-        let now = crate::monitor::now_ms();
+        let channels = crate::channels::direct(config, &h.site, AlertSeverity::Critical);
+        let now = now_ms();
         let mut tx = pool.begin().await.map_err(q("starting a resolved notice"))?;
         if !robotsgate_history::gate::resolve_alert(&mut tx, id, now).await.map_err(q("resolving a hold"))? {
             continue;

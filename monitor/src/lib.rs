@@ -5,6 +5,7 @@
 
 pub mod change;
 pub mod channels;
+pub mod clock;
 pub mod compliance;
 pub mod console;
 pub mod counters;

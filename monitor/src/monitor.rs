@@ -100,22 +100,7 @@ pub struct Monitor {
     origins: source::origin::Origins,
 }
 
-/// Unix milliseconds.
-pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
-/// Unix milliseconds as an RFC 3339 time (UTC, to the second), or "never":
-/// how every page and report shows a time the database keeps.
-pub fn when(ms: Option<i64>) -> String {
-    match ms {
-        None => "never".to_string(),
-        Some(ms) => {
-            let t = UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-            humantime::format_rfc3339_seconds(t).to_string()
-        }
-    }
-}
+pub use crate::clock::{now_ms, when};
 
 impl Monitor {
     /// Opens the store, registers the sites and builds the HTTP and SMTP
@@ -432,12 +417,7 @@ impl Monitor {
     /// The channels that deliver an alert of `severity` about `site` one by
     /// one (digest channels collect theirs in their digest instead).
     pub(crate) fn channels_for(&self, site: &str, severity: robotsgate_config::AlertSeverity) -> Vec<String> {
-        self.config
-            .channels
-            .iter()
-            .filter(|c| c.digest.is_none() && c.takes(site, severity))
-            .map(|c| c.name.clone())
-            .collect()
+        crate::channels::direct(&self.config, site, severity)
     }
 
     /// The state the database says a site is in: the parsed copy kept from
@@ -485,7 +465,7 @@ impl Monitor {
     pub async fn deliver_once(&self) -> Result<usize, StoreError> {
         // Holds the gateways recorded raise their alerts first, so that they
         // go out in this round.
-        crate::holds::raise(self).await?;
+        crate::holds::raise(&self.store, &self.config).await?;
         let mut sent = self.deliver_channels().await?;
         if self.config.channels.iter().any(|c| c.digest.is_some()) {
             sent += crate::digest::deliver(&self.store, &self.client, &self.config.channels, now_ms).await?;

@@ -17,6 +17,7 @@ use robotsgate_config::{AlertSeverity, Config};
 use robotsgate_history::gate::Held;
 
 use crate::clock::{now_ms, when};
+use crate::letter::esc;
 use crate::store::{QueuedAlert, Store, StoreError, q, queue_alert};
 
 /// The alert of a hold: (subject, text, HTML).
@@ -65,10 +66,6 @@ pub fn resolved_notice(site: &str, location: &str, h: &Held, console: Option<&st
     }
     let inner = format!("<p><strong>{}</strong></p><h2>{}</h2><p>{}</p>", esc(&first), esc(site), esc(location));
     (subject, text, crate::letter::page(AlertSeverity::Info, &inner, link.as_deref()))
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// Raises the alert of every hold no monitor alerted yet, and the resolved

@@ -286,12 +286,10 @@ impl Monitor {
                 };
                 let alert = change::alert(&change);
                 let severity = change::severity(&change);
-                let held_outcome = change.gate.as_ref().filter(|g| g.held).map(|_| match &policy {
-                    Policy::AllowAll(rules::Reason::ClientError(status)) => {
-                        robotsgate_history::gate::outcome_of_status(*status)
-                    }
-                    Policy::AllowAll(_) => robotsgate_history::gate::outcome_of_status(outcome.status.unwrap_or(404)),
-                    _ => hash.clone(),
+                // Keyed as the gateway keys what it holds.
+                let held_outcome = change.gate.as_ref().filter(|g| g.held).map(|_| {
+                    rules::gate::no_file_status(&policy, outcome.status)
+                        .map_or_else(|| hash.clone(), robotsgate_history::gate::outcome_of_status)
                 });
                 let channels = match alert {
                     Some(_) => self.channels_for(&site.name, severity),

@@ -337,10 +337,7 @@ impl Refresher {
                 // A 4xx, or too many redirects (Google treats the file as
                 // missing then too): everything is allowed, unless the gate
                 // holds the deletion back.
-                let status = match reason {
-                    Reason::ClientError(status) => status,
-                    _ => outcome.status.unwrap_or(404),
-                };
+                let status = rules::gate::no_file_status(&Policy::AllowAll(reason), outcome.status).unwrap_or(404);
                 let key = robotsgate_history::gate::outcome_of_status(status);
                 if self.holds(site, &key, Some(status), None, &Policy::AllowAll(reason), &mut health, now).await {
                     "held"

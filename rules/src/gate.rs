@@ -150,6 +150,18 @@ pub fn judged(new: &Policy) -> bool {
     !new.blocks_everything()
 }
 
+/// The status a "no file" outcome is known by, for holding and releasing it:
+/// a 4xx's own, or, for a file missing another way (too many redirects),
+/// the status the fetch ended on (404 when none). `None` for a file of
+/// rules or a failure, which are known otherwise or never held.
+pub fn no_file_status(new: &Policy, fetched: Option<u16>) -> Option<u16> {
+    match new {
+        Policy::AllowAll(crate::Reason::ClientError(status)) => Some(*status),
+        Policy::AllowAll(_) => Some(fetched.unwrap_or(404)),
+        _ => None,
+    }
+}
+
 /// Every pin and floor declaration that `new` breaks and `old` (the last
 /// good policy) kept: those of the site's root first, then pins, then the
 /// floor, each in declaration order. Empty when `new` may be adopted.

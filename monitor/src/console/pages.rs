@@ -192,16 +192,21 @@ pub(crate) struct HeldView {
     diff: String,
 }
 
-async fn held_views(m: &Monitor, name: &str) -> Result<Vec<HeldView>, Failure> {
-    let holds =
-        crate::release::held(m, name).await.map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
-    let good = robotsgate_history::latest(m.store().pool(), name, 1)
+/// The last good copy of `name` (a held body is none), empty when there is none.
+async fn last_good(m: &Monitor, name: &str) -> Result<Vec<u8>, Failure> {
+    Ok(robotsgate_history::latest(m.store().pool(), name, 1)
         .await
         .map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
         .into_iter()
         .next()
         .map(|s| s.body)
-        .unwrap_or_default();
+        .unwrap_or_default())
+}
+
+/// The changes held for `name`, each diffed against `good`, the last good copy.
+async fn held_views(m: &Monitor, name: &str, good: &[u8]) -> Result<Vec<HeldView>, Failure> {
+    let holds =
+        crate::release::held(m, name).await.map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     let mut out = Vec::new();
     for h in holds {
         let id = match h.status {
@@ -211,7 +216,7 @@ async fn held_views(m: &Monitor, name: &str) -> Result<Vec<HeldView>, Failure> {
         let diff = match id {
             Some(id) => {
                 let body = m.store().revision_body(name, id).await?.unwrap_or_default();
-                crate::excerpt::diff(name, &good, &body)
+                crate::excerpt::diff(name, good, &body)
             }
             None => format!("robots.txt answered {}: no file, everything allowed\n", h.status.unwrap_or(404)),
         };
@@ -315,20 +320,14 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
         None => Vec::new(),
         Some(id) => m.store().verdicts(id).await?,
     };
-    let held = held_views(m, name).await?;
+    let good = last_good(m, name).await?;
+    let held = held_views(m, name, &good).await?;
     let agents = m.config().agents_of(site).to_vec();
     // While a change is held, crawlers get the last good copy: its verdicts
     // are "now", and what the origin serves is shown apart.
     let (verdicts, origin_verdicts) = if held.is_empty() {
         (verdict_views(m, &targets, &current, recorded), Vec::new())
     } else {
-        let good = robotsgate_history::latest(m.store().pool(), name, 1)
-            .await
-            .map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
-            .into_iter()
-            .next()
-            .map(|s| s.body)
-            .unwrap_or_default();
         let served = crate::change::verdicts(&Policy::Rules(rules::Robots::parse(&good)), &targets, &agents);
         let rules = CurrentState { policy: "rules".into(), reason: String::new() };
         (verdict_views(m, &targets, &rules, served), verdict_views(m, &targets, &current, recorded))

@@ -12,7 +12,7 @@ sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 
 need=()
-for p in postgresql python3-aiosmtpd nginx-light apache2 apache2-utils pre-commit goaccess prometheus wrk nghttp2-client man-db; do
+for p in postgresql python3-aiosmtpd nginx-light apache2 apache2-utils pre-commit goaccess prometheus wrk nghttp2-client man-db xz-utils zstd; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if ((${#need[@]})); then

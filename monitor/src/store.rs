@@ -41,6 +41,9 @@ pub struct Store {
     pool: AnyPool,
     /// The engine behind it.
     pub backend: Backend,
+    /// Claims and writes of polls, taken together ([`crate::batch`]);
+    /// started on the first of them.
+    batch: std::sync::Arc<std::sync::OnceLock<crate::batch::Batcher>>,
 }
 
 /// A site's row.
@@ -204,7 +207,7 @@ impl Store {
     /// `postgres://` URL, or a SQLite file path relative to `base`.
     pub async fn open(database: &str, base: &Path) -> Result<Store, StoreError> {
         let db = robotsgate_history::open(database, base, robotsgate_history::Options::default()).await?;
-        Ok(Store { pool: db.pool, backend: db.backend })
+        Ok(Store { pool: db.pool, backend: db.backend, batch: Default::default() })
     }
 
     /// The pool, for read-only views (the console) that keep their queries
@@ -215,12 +218,16 @@ impl Store {
 
     /// Makes sure every configured site has a row.
     pub async fn ensure_sites(&self, names: &[&str]) -> Result<(), StoreError> {
-        for name in names {
-            sqlx::query("INSERT INTO sites (name) VALUES ($1) ON CONFLICT (name) DO NOTHING")
-                .bind(*name)
-                .execute(&self.pool)
-                .await
-                .map_err(q("adding a site"))?;
+        // Many rows a statement: one round trip a site was a tenth of a
+        // `once` over 10,000 sites.
+        for chunk in names.chunks(500) {
+            let rows: Vec<String> = (1..=chunk.len()).map(|i| format!("(${i})")).collect();
+            let sql = format!("INSERT INTO sites (name) VALUES {} ON CONFLICT (name) DO NOTHING", rows.join(", "));
+            let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for name in chunk {
+                insert = insert.bind(name.to_string());
+            }
+            insert.execute(&self.pool).await.map_err(q("adding sites"))?;
         }
         Ok(())
     }
@@ -237,20 +244,12 @@ impl Store {
         lease_ms: i64,
         force: bool,
     ) -> Result<Option<SiteRow>, StoreError> {
-        let sql = if force {
-            "UPDATE sites SET leased_until = $1, leased_by = $2 WHERE name = $3 AND leased_until <= $4 RETURNING etag, last_modified, state_id, state_key, run_id, run_key"
-        } else {
-            "UPDATE sites SET leased_until = $1, leased_by = $2 WHERE name = $3 AND leased_until <= $4 AND next_poll_at <= $4 RETURNING etag, last_modified, state_id, state_key, run_id, run_key"
-        };
-        let row = sqlx::query(sql)
-            .bind(now + lease_ms)
-            .bind(owner)
-            .bind(site)
-            .bind(now)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(q("claiming a site"))?;
-        row.map(|r| site_row(&r)).transpose().map_err(q("claiming a site"))
+        let claim = crate::batch::Claim { site: site.to_string(), owner: owner.to_string(), now, lease_ms, force };
+        self.batcher().claim(claim).await
+    }
+
+    fn batcher(&self) -> &crate::batch::Batcher {
+        self.batch.get_or_init(|| crate::batch::Batcher::start(self.pool.clone()))
     }
 
     /// Gives a lease back without recording a poll (the poll failed).
@@ -355,134 +354,16 @@ impl Store {
     /// changed, the state, its verdicts and its alert, all or nothing.
     ///
     /// `Ok(None)` means another monitor recorded a state of this site since
-    /// `new_state.previous` was read: nothing was written, and the caller
-    /// decides again against the state now current.
+    /// `new_state.previous` was read: neither the state nor the fetch was
+    /// written (the body's revision may have been, as a body the site
+    /// served), and the caller decides again against the state now current.
+    /// Polls committing at once share one transaction ([`crate::batch`]).
     pub async fn commit(
         &self,
         rec: &PollRecord,
         new_state: Option<&NewState>,
     ) -> Result<Option<Committed>, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(q("starting a transaction"))?;
-        let mut out = Committed::default();
-        if let Some(id) = rec.known_revision {
-            out.revision_id = Some(id);
-        } else if let Some(body) = &rec.body {
-            let recorded =
-                robotsgate_history::record(&mut tx, &rec.site, body, rec.at).await.map_err(q("storing a revision"))?;
-            out.new_revision = recorded.new;
-            out.revision_id = Some(recorded.id);
-        }
-        // A 4xx (429 aside) says the file is gone: gateways sharing this
-        // database must not serve an older revision as a good copy.
-        if let Some(status) =
-            rec.status.and_then(|s| u16::try_from(s).ok()).filter(|s| (400..500).contains(s) && *s != 429)
-        {
-            robotsgate_history::record_removal(&mut tx, &rec.site, status, rec.at)
-                .await
-                .map_err(q("recording a removed robots.txt"))?;
-        }
-        let run = record_fetch(&mut tx, rec, out.revision_id).await?;
-        out.run = Some(run.clone());
-
-        if let Some(state) = new_state {
-            let key = state.key.clone();
-            let revision_id = if state.with_revision { out.revision_id } else { None };
-            let previous = state.previous.unwrap_or(0);
-            // The unique (site, previous_id) key makes a second record of
-            // one change impossible, however the transactions interleave.
-            let row = sqlx::query(
-                "INSERT INTO states (site, at, state_key, revision_id, policy, reason, previous_id) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (site, previous_id) DO NOTHING RETURNING id",
-            )
-            .bind(&rec.site)
-            .bind(rec.at)
-            .bind(&key)
-            .bind(revision_id)
-            .bind(&state.policy)
-            .bind(state.reason.clone())
-            .bind(previous)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(q("recording a state"))?;
-            let Some(row) = row else {
-                tx.rollback().await.map_err(q("rolling back a poll"))?;
-                return Ok(None);
-            };
-            let state_id: i64 = row.try_get("id").map_err(q("reading a state id"))?;
-            // Compare and set: the site still points at the state this
-            // change follows.
-            let moved = sqlx::query(
-                "UPDATE sites SET state_id = $1, state_key = $2 WHERE name = $3 AND COALESCE(state_id, 0) = $4",
-            )
-            .bind(state_id)
-            .bind(&key)
-            .bind(&rec.site)
-            .bind(previous)
-            .execute(&mut *tx)
-            .await
-            .map_err(q("updating a site's state"))?;
-            if moved.rows_affected() != 1 {
-                tx.rollback().await.map_err(q("rolling back a poll"))?;
-                return Ok(None);
-            }
-            // Many rows per statement: a site's first state has a verdict
-            // for every URL x crawler, and one round trip each was most
-            // of a first poll's cost.
-            for chunk in state.verdicts.chunks(VERDICTS_PER_INSERT) {
-                let rows: Vec<String> = (0..chunk.len())
-                    .map(|i| {
-                        let p = i * 6;
-                        format!("(${}, ${}, ${}, ${}, ${}, ${})", p + 1, p + 2, p + 3, p + 4, p + 5, p + 6)
-                    })
-                    .collect();
-                let sql = format!(
-                    "INSERT INTO verdicts (state_id, url, agent, allowed, line, rule) VALUES {}",
-                    rows.join(", ")
-                );
-                let mut insert = sqlx::query(sqlx::AssertSqlSafe(sql));
-                for v in chunk {
-                    insert = insert
-                        .bind(state_id)
-                        .bind(v.url.clone())
-                        .bind(v.agent.clone())
-                        .bind(i64::from(v.allowed))
-                        .bind(v.line)
-                        .bind(v.rule.clone());
-                }
-                insert.execute(&mut *tx).await.map_err(q("recording verdicts"))?;
-            }
-            let raised_by_hold = match &state.held_outcome {
-                Some(outcome) => robotsgate_history::gate::claim_alert(&mut tx, &rec.site, outcome, rec.at)
-                    .await
-                    .map_err(q("claiming a hold's alert"))?
-                    .is_none(),
-                None => false,
-            };
-            if let Some(alert) = state.alert.as_ref().filter(|_| !raised_by_hold) {
-                let queued = QueuedAlert { alert, severity: state.severity, channels: &state.channels, kind: "change" };
-                queue_alert(&mut tx, &rec.site, state_id, rec.at, &queued).await?;
-                out.alerted = true;
-            }
-            out.state_id = Some(state_id);
-        }
-        // Validators are only worth keeping from a response with a body.
-        let (etag, last_modified) =
-            if rec.body.is_some() { (rec.etag.clone(), rec.last_modified.clone()) } else { (None, None) };
-        sqlx::query(
-            "UPDATE sites SET next_poll_at = $1, leased_until = 0, leased_by = NULL, etag = COALESCE($2, etag), \
-             last_modified = COALESCE($3, last_modified), run_id = $4, run_key = $5 WHERE name = $6",
-        )
-        .bind(rec.next_poll_at)
-        .bind(etag)
-        .bind(last_modified)
-        .bind(run.0)
-        .bind(run.1)
-        .bind(&rec.site)
-        .execute(&mut *tx)
-        .await
-        .map_err(q("rescheduling a site"))?;
-        tx.commit().await.map_err(q("committing a poll"))?;
-        Ok(Some(out))
+        self.batcher().commit(rec.clone(), new_state.cloned()).await
     }
 
     /// Claims the oldest alert due for delivery, for `lease_ms`, so that
@@ -673,70 +554,6 @@ impl Store {
 /// Adds one fetch to the site's history: it lengthens the site's current
 /// run when the outcome is the same, or starts a new run; and it counts the
 /// fetch in its UTC day. Returns the run (id and key) the fetch is in.
-async fn record_fetch(
-    conn: &mut sqlx::AnyConnection,
-    rec: &PollRecord,
-    revision_id: Option<i64>,
-) -> Result<(i64, String), StoreError> {
-    let key = rec.run_key(revision_id);
-    let lengthened = match &rec.run {
-        Some((id, run_key)) if *run_key == key => {
-            let done = sqlx::query(
-                "UPDATE fetches SET polls = polls + 1, last_at = CASE WHEN last_at < $1 THEN $1 ELSE last_at END, \
-                 max_latency_ms = CASE WHEN max_latency_ms < $2 THEN $2 ELSE max_latency_ms END WHERE id = $3 AND site = $4",
-            )
-            .bind(rec.at)
-            .bind(rec.latency_ms)
-            .bind(*id)
-            .bind(&rec.site)
-            .execute(&mut *conn)
-            .await
-            .map_err(q("lengthening a fetch run"))?;
-            // A run pruned away meanwhile starts afresh.
-            (done.rows_affected() == 1).then_some(*id)
-        }
-        _ => None,
-    };
-    let id = match lengthened {
-        Some(id) => id,
-        None => {
-            let row = sqlx::query(
-                "INSERT INTO fetches (site, at, status, error, latency_ms, redirects, truncated, revision_id, last_at, polls, max_latency_ms) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $2, 1, $5) RETURNING id",
-            )
-            .bind(&rec.site)
-            .bind(rec.at)
-            .bind(rec.status)
-            .bind(rec.error.clone())
-            .bind(rec.latency_ms)
-            .bind(rec.redirects)
-            .bind(i64::from(rec.truncated))
-            .bind(revision_id)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(q("recording a fetch"))?;
-            row.try_get("id").map_err(q("recording a fetch"))?
-        }
-    };
-    sqlx::query(
-        "INSERT INTO fetch_days (site, day, outcome, fetches, max_latency_ms) VALUES ($1, $2, $3, 1, $4) \
-         ON CONFLICT (site, day, outcome) DO UPDATE SET fetches = fetch_days.fetches + 1, \
-         max_latency_ms = CASE WHEN fetch_days.max_latency_ms < $4 THEN $4 ELSE fetch_days.max_latency_ms END",
-    )
-    .bind(&rec.site)
-    .bind(rec.at.div_euclid(DAY_MS))
-    .bind(rec.outcome())
-    .bind(rec.latency_ms)
-    .execute(&mut *conn)
-    .await
-    .map_err(q("counting a fetch in its day"))?;
-    Ok((id, key))
-}
-
-/// Verdict rows per INSERT: 6 parameters each, far below SQLite's and
-/// PostgreSQL's limits.
-const VERDICTS_PER_INSERT: usize = 200;
-
 /// One UTC day in milliseconds.
 pub const DAY_MS: i64 = 86_400_000;
 
@@ -766,7 +583,7 @@ impl PollRecord {
     }
 }
 
-fn site_row(row: &AnyRow) -> Result<SiteRow, sqlx::Error> {
+pub(crate) fn site_row(row: &AnyRow) -> Result<SiteRow, sqlx::Error> {
     let run_id: Option<i64> = row.try_get("run_id")?;
     let run_key: Option<String> = row.try_get("run_key")?;
     Ok(SiteRow {

@@ -230,11 +230,21 @@ pub struct LedgerSettings {
     /// counted, so serving never waits on the ledger.
     #[serde(default = "default_ledger_queue")]
     pub queue: usize,
+    /// Size in MiB of the journal under `state_dir/ledger/` that keeps
+    /// every event until the database counts it, so a `kill -9` loses
+    /// none; 0 turns it off. Sparse: only what is in use takes disk.
+    #[serde(default = "default_ledger_journal_mib")]
+    pub journal_mib: usize,
 }
 
 impl Default for LedgerSettings {
     fn default() -> LedgerSettings {
-        LedgerSettings { flush: default_ledger_flush(), max_rows: default_ledger_rows(), queue: default_ledger_queue() }
+        LedgerSettings {
+            flush: default_ledger_flush(),
+            max_rows: default_ledger_rows(),
+            queue: default_ledger_queue(),
+            journal_mib: default_ledger_journal_mib(),
+        }
     }
 }
 
@@ -244,6 +254,10 @@ fn default_ledger_flush() -> Duration {
 
 fn default_ledger_rows() -> usize {
     100_000
+}
+
+fn default_ledger_journal_mib() -> usize {
+    64
 }
 
 fn default_ledger_queue() -> usize {
@@ -1144,6 +1158,9 @@ impl Config {
         if let Some(l) = self.proxy.as_ref().and_then(|p| p.ledger.as_ref()) {
             if self.database.is_none() {
                 return Err(invalid("proxy.ledger".into(), "the ledger is written to `database:`; set one"));
+            }
+            if l.journal_mib > 4096 {
+                return Err(invalid("proxy.ledger.journal_mib".into(), "at most 4096 (4 GiB)"));
             }
             if l.flush.is_zero() || l.max_rows == 0 || l.queue == 0 {
                 return Err(invalid("proxy.ledger".into(), "`flush`, `max_rows` and `queue` must be more than zero"));

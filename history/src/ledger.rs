@@ -212,3 +212,29 @@ pub async fn revision_body(pool: &AnyPool, site: &str, id: i64) -> Result<Option
         .await?;
     row.map(|r| r.try_get::<Vec<u8>, _>("body")).transpose()
 }
+
+/// The sequence number through which a gateway's ledger journal is
+/// counted, if any of it is.
+pub async fn journal_counted(pool: &AnyPool, journal: &str) -> Result<Option<i64>, sqlx::Error> {
+    let row = sqlx::query("SELECT counted_through FROM ledger_journals WHERE journal = $1")
+        .bind(journal)
+        .fetch_optional(pool)
+        .await?;
+    row.map(|r| r.try_get::<i64, _>("counted_through")).transpose()
+}
+
+/// Marks a journal counted through `seq`, in the transaction that adds
+/// those counts; a mark never moves back.
+pub async fn mark_journal(conn: &mut AnyConnection, journal: &str, seq: i64, at: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO ledger_journals (journal, counted_through, at) VALUES ($1, $2, $3) \
+         ON CONFLICT (journal) DO UPDATE SET counted_through = excluded.counted_through, at = excluded.at \
+         WHERE ledger_journals.counted_through < excluded.counted_through",
+    )
+    .bind(journal)
+    .bind(seq)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}

@@ -12,9 +12,12 @@
 //! count each request once, by the gateway that served it. Past the
 //! queue's or the rows' bound, requests are dropped and counted
 //! (`robotsgate_ledger_dropped_total`, `/status`), never waited for: a
-//! down or slow database never slows serving. Counts not yet written when
-//! the process is killed (at most one `flush` of them) are lost; a stop
-//! signal writes them first.
+//! down or slow database never slows serving. Each event is also written
+//! into this process's journal, a memory-mapped file under `state_dir`
+//! ([`crate::journal`]), in the same step and without a system call; a
+//! `kill -9` loses none of it, and the next start (or a live replica of
+//! the same `state_dir`, such as an upgrade's new process) counts what the
+//! database lacked, exactly once. A stop signal writes everything first.
 //!
 //! What the gateway served is what it judges by: the timeline is its own
 //! store's states, seen at each request and sampled every second. A row's
@@ -79,6 +82,18 @@ struct Event {
     state: Arc<State>,
     /// The request's target; `None` for a robots.txt fetch.
     target: Option<Box<[u8]>>,
+    /// Where its journal record ends, 0 when it has none.
+    journal_end: u64,
+}
+
+/// What the request path holds for the judge: the events, and the journal
+/// they are written to as they are handed over.
+#[derive(Debug, Default)]
+struct Pending {
+    events: Vec<Event>,
+    journal: Option<crate::journal::Journal>,
+    /// The record being encoded, kept to reuse its allocation.
+    scratch: Vec<u8>,
 }
 
 /// The request path's handle on the ledger.
@@ -88,7 +103,13 @@ pub struct Ledger {
     /// [`DRAIN_EVERY`], not a channel: a channel wakes the judge's thread
     /// at every event, and on a busy machine those wake-ups cost the
     /// request path more than anything the ledger does.
-    buffer: Mutex<Vec<Event>>,
+    buffer: Mutex<Pending>,
+    /// The journal's id and directory, when there is one.
+    journal: Option<(String, std::path::PathBuf)>,
+    /// Events the journal had no room for (the database lags far behind).
+    unjournaled: AtomicU64,
+    /// Events counted from journals of processes that are gone.
+    replayed: AtomicU64,
     /// Most events the buffer holds.
     cap: usize,
     seq: AtomicU64,
@@ -122,11 +143,33 @@ impl Ledger {
         shared: Arc<Shared>,
         metrics: Arc<Metrics>,
         slashes: HashMap<String, Slashes>,
+        journal_dir: Option<&std::path::Path>,
     ) -> (Arc<Ledger>, Judge) {
+        let journal = match journal_dir.filter(|_| settings.journal_mib > 0) {
+            Some(dir) => match crate::journal::Journal::create(dir, settings.journal_mib << 20) {
+                Ok(j) => Some(j),
+                Err(e) => {
+                    // Serving goes on; the counts are then only as safe as
+                    // the flush interval.
+                    tracing::error!(dir = %dir.display(), "cannot create the ledger's journal: {e}");
+                    None
+                }
+            },
+            None => None,
+        };
+        let named = journal.as_ref().zip(journal_dir).map(|(j, d)| (j.id().to_string(), d.to_path_buf()));
         let ledger = Arc::new(Ledger {
-            buffer: Mutex::new(Vec::with_capacity(settings.queue.min(4096))),
+            buffer: Mutex::new(Pending {
+                events: Vec::with_capacity(settings.queue.min(4096)),
+                journal,
+                scratch: Vec::with_capacity(512),
+            }),
+            journal: named,
+            unjournaled: AtomicU64::new(0),
+            replayed: AtomicU64::new(0),
             cap: settings.queue,
-            seq: AtomicU64::new(0),
+            // From 1: a journal's mark 0 means none of it is counted.
+            seq: AtomicU64::new(1),
             dropped: AtomicU64::new(0),
             pending: AtomicU64::new(0),
             metrics,
@@ -154,23 +197,37 @@ impl Ledger {
         state: Arc<State>,
         target: Option<&[u8]>,
     ) {
-        let at = At { ms: now().0, seq: self.seq.fetch_add(1, Ordering::Relaxed) };
-        let event = Event {
+        let mut event = Event {
             site: Arc::from(site),
             word: Box::from(word),
             identity,
             client,
-            at,
+            at: At { ms: now().0, seq: 0 },
             state,
             target: target.map(Box::from),
+            journal_end: 0,
         };
-        let mut buffer = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
-        if buffer.len() < self.cap {
-            buffer.push(event);
-        } else {
-            drop(buffer);
+        let mut pending = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.events.len() >= self.cap {
+            drop(pending);
             self.drop_one();
+            return;
         }
+        // Numbered under the lock, so the buffer and the journal hold events
+        // in their order: a journal's mark then says which are counted.
+        event.at.seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let Pending { events, journal, scratch } = &mut *pending;
+        if let Some(journal) = journal {
+            scratch.clear();
+            encode(&event, scratch);
+            match journal.append(event.at.seq, scratch) {
+                Some(end) => event.journal_end = end,
+                None => {
+                    self.unjournaled.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        events.push(event);
     }
 
     fn drop_one(&self) {
@@ -203,7 +260,10 @@ impl Ledger {
         let r = self.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
         json!({
             "pending_rows": self.pending.load(Ordering::Relaxed),
-            "queued": self.buffer.lock().unwrap_or_else(|e| e.into_inner()).len(),
+            "queued": self.buffer.lock().unwrap_or_else(|e| e.into_inner()).events.len(),
+            "journal": self.journal.as_ref().map(|(id, _)| id.as_str()),
+            "unjournaled": self.unjournaled.load(Ordering::Relaxed),
+            "replayed": self.replayed.load(Ordering::Relaxed),
             "dropped": self.dropped.load(Ordering::Relaxed),
             "written_rows": r.written,
             "last_write": r.last_write,
@@ -271,6 +331,13 @@ struct Books {
     rows: usize,
     /// The longest cache window of any crawler seen.
     longest: Duration,
+    /// This process's journal: the last event judged (its number and
+    /// where its record ends), and the number the database marks counted.
+    own: Option<(u64, u64)>,
+    marked: u64,
+    /// Journals of processes that are gone, judged, with the last number
+    /// judged: marked and removed at the next write.
+    adopted: Vec<(crate::journal::Orphan, u64)>,
 }
 
 impl Judge {
@@ -292,6 +359,7 @@ impl Judge {
                 });
                 if copy.id == next {
                     books.next = next;
+                    self.keep_copy(served);
                 }
                 Some((Seen::File(served.etag.clone()), copy.outcome.clone()))
             }
@@ -353,8 +421,11 @@ impl Judge {
     /// Judges every event the request path left since the last drain.
     async fn drain(&self, books: &mut Books, taken: &mut Vec<Event>) {
         {
-            let mut buffer = self.ledger.buffer.lock().unwrap_or_else(|e| e.into_inner());
-            std::mem::swap(&mut *buffer, taken);
+            let mut pending = self.ledger.buffer.lock().unwrap_or_else(|e| e.into_inner());
+            std::mem::swap(&mut pending.events, taken);
+        }
+        if let Some(e) = taken.iter().rev().find(|e| e.journal_end > 0) {
+            books.own = Some((e.at.seq, e.journal_end));
         }
         for e in taken.drain(..) {
             self.take(books, e).await;
@@ -439,13 +510,15 @@ impl Judge {
     /// Writes the counts in one transaction; on failure they stay for the
     /// next write (within the bound).
     async fn write(&self, books: &mut Books) {
-        let pending = books.sites.values().any(|b| !b.rows.is_empty() || !b.reads.is_empty());
+        let pending = books.sites.values().any(|b| !b.rows.is_empty() || !b.reads.is_empty())
+            || books.own.is_some_and(|(seq, _)| seq > books.marked)
+            || !books.adopted.is_empty();
         if !pending {
             self.learn(books).await;
             return;
         }
         let result = match self.shared.db().await {
-            Some(db) => match tokio::time::timeout(CALL_TIMEOUT * 2, write_books(&db, books)).await {
+            Some(db) => match tokio::time::timeout(CALL_TIMEOUT * 2, write_books(&db, &self.ledger, books)).await {
                 Ok(r) => r.map_err(|e| e.to_string()),
                 Err(_) => Err("timed out".to_string()),
             },
@@ -465,6 +538,17 @@ impl Judge {
                     book.reads.clear();
                 }
                 books.rows = 0;
+                // The journal's room up to the last event counted is free again.
+                if let Some((seq, end)) = books.own {
+                    books.marked = seq;
+                    let mut pending = self.ledger.buffer.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(journal) = pending.journal.as_mut() {
+                        journal.advance(end, seq);
+                    }
+                }
+                for (orphan, _) in books.adopted.drain(..) {
+                    orphan.remove();
+                }
                 report.written += written;
                 report.last_write = Some(u64::try_from(now().0 / 1000).unwrap_or(0));
                 report.last_error = None;
@@ -527,9 +611,252 @@ impl Judge {
     }
 }
 
+impl Judge {
+    /// Keeps a served copy where a replay can find it: a journal names
+    /// copies by ETag only. Written once per copy, by this task, never on
+    /// the request path.
+    fn keep_copy(&self, served: &Served) {
+        let Some((_, dir)) = &self.ledger.journal else { return };
+        let path = copy_path(dir, &served.etag);
+        if path.exists() {
+            return;
+        }
+        let mut bytes = Vec::with_capacity(4 + served.origin.len() + served.body.len());
+        bytes.extend_from_slice(&u32::try_from(served.origin.len()).unwrap_or(u32::MAX).to_le_bytes());
+        bytes.extend_from_slice(&served.origin);
+        bytes.extend_from_slice(&served.body);
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(path.parent().unwrap_or(dir))?;
+            let part = path.with_extension("part");
+            std::fs::write(&part, &bytes)?;
+            std::fs::rename(&part, &path)
+        };
+        if let Err(e) = write() {
+            tracing::warn!(path = %path.display(), "cannot keep a served copy for the ledger's journal: {e}");
+        }
+    }
+
+    /// The copy an ETag names: the one served now, one this judge knows,
+    /// or one kept on disk.
+    fn copy(&self, books: &Books, site: &Arc<str>, etag: &str) -> Option<Arc<Served>> {
+        if let State::Serve(now) = &*self.store.state(site)
+            && now.etag == etag
+        {
+            return Some(Arc::clone(now));
+        }
+        if let Some(k) = books.copies.get(&(Arc::clone(site), etag.to_string())) {
+            return Some(Arc::clone(&k.served));
+        }
+        let (_, dir) = self.ledger.journal.as_ref()?;
+        let bytes = std::fs::read(copy_path(dir, etag)).ok()?;
+        let (len, rest) = bytes.split_first_chunk::<4>()?;
+        let len = usize::try_from(u32::from_le_bytes(*len)).ok()?;
+        let (origin, body) = (rest.get(..len)?, rest.get(len..)?);
+        let body = bytes::Bytes::copy_from_slice(body);
+        let robots = rules::Robots::parse(&body);
+        // Not registered: a replayed copy is not served.
+        let counter = prometheus::IntCounter::new("replayed_copy", "unused").ok()?;
+        let mut served = Served::new(body, robots, crate::store::Origin::LastGood, UNIX_EPOCH, Duration::ZERO, counter);
+        served.origin = bytes::Bytes::copy_from_slice(origin);
+        (served.etag == etag).then(|| Arc::new(served))
+    }
+
+    /// Judges the events of journals whose processes are gone, those the
+    /// database does not count yet; they are marked counted, and their
+    /// files removed, with the next write. Waits for the database.
+    async fn adopt(&self, books: &mut Books) {
+        let Some((own, dir)) = &self.ledger.journal else { return };
+        let held: Vec<String> = books.adopted.iter().map(|(o, _)| o.id.clone()).collect();
+        let orphans: Vec<_> =
+            crate::journal::orphans(dir, own).into_iter().filter(|o| !held.contains(&o.id)).collect();
+        if orphans.is_empty() {
+            return;
+        }
+        let Some(db) = self.shared.db().await else { return };
+        for orphan in orphans {
+            let counted = match robotsgate_history::ledger::journal_counted(&db.pool, &orphan.id).await {
+                Ok(c) => u64::try_from(c.unwrap_or(0)).unwrap_or(0),
+                // Asked again at the next flush.
+                Err(e) => {
+                    tracing::warn!("cannot read the ledger journals' marks: {e}");
+                    return;
+                }
+            };
+            let (mut judged, mut lost, mut last) = (0u64, 0u64, counted);
+            for (seq, payload) in &orphan.records {
+                if *seq <= counted {
+                    continue;
+                }
+                last = *seq;
+                match self.replayed(books, *seq, payload) {
+                    Some(event) => {
+                        self.take(books, event).await;
+                        judged += 1;
+                    }
+                    None => lost += 1,
+                }
+            }
+            self.ledger.replayed.fetch_add(judged, Ordering::Relaxed);
+            if judged > 0 || lost > 0 {
+                tracing::warn!(journal = %orphan.id, judged, lost, "counted the ledger events a stopped process left");
+            }
+            books.adopted.push((orphan, last));
+        }
+    }
+
+    /// An event back from a journal record; `None` when the record is not
+    /// one, or names a copy no longer to be found.
+    fn replayed(&self, books: &Books, seq: u64, payload: &[u8]) -> Option<Event> {
+        let r = decode(payload)?;
+        let site: Arc<str> = Arc::from(r.site.as_str());
+        let state = match r.state {
+            Recorded::Unknown => State::Unknown,
+            Recorded::NoFile(status) => State::NoFile(status),
+            Recorded::Serve(etag) => State::Serve(self.copy(books, &site, &etag)?),
+        };
+        Some(Event {
+            site,
+            word: r.word.into_boxed_str(),
+            identity: r.identity,
+            client: r.client,
+            at: At { ms: r.ms, seq },
+            state: Arc::new(state),
+            target: r.target.map(Vec::into_boxed_slice),
+            journal_end: 0,
+        })
+    }
+}
+
+/// Where a served copy is kept for replays.
+fn copy_path(dir: &std::path::Path, etag: &str) -> std::path::PathBuf {
+    let name: String = etag.chars().filter(char::is_ascii_alphanumeric).collect();
+    dir.join("copies").join(format!("{name}.copy"))
+}
+
+/// What an event's record says was served.
+#[derive(Debug, PartialEq, Eq)]
+enum Recorded {
+    Unknown,
+    NoFile(u16),
+    Serve(String),
+}
+
+/// An event as its journal record holds it.
+#[derive(Debug, PartialEq, Eq)]
+struct Record {
+    site: String,
+    word: String,
+    identity: Option<Answer>,
+    client: Option<IpAddr>,
+    ms: i64,
+    state: Recorded,
+    target: Option<Vec<u8>>,
+}
+
+fn put_text(out: &mut Vec<u8>, text: &[u8]) {
+    // Sites, words and ETags are short; a longer one is cut, not refused.
+    let text = &text[..text.len().min(usize::from(u16::MAX))];
+    out.extend_from_slice(&(text.len() as u16).to_le_bytes());
+    out.extend_from_slice(text);
+}
+
+/// An event's journal record: site, word, identity answer, client, time,
+/// what was served (by ETag) and target.
+fn encode(e: &Event, out: &mut Vec<u8>) {
+    put_text(out, e.site.as_bytes());
+    put_text(out, e.word.as_bytes());
+    out.push(match e.identity {
+        None => 0,
+        Some(Answer::Verified) => 1,
+        Some(Answer::Spoofed) => 2,
+        Some(Answer::Unverifiable) => 3,
+        Some(Answer::Pending) => 4,
+    });
+    match e.client {
+        None => out.push(0),
+        Some(IpAddr::V4(ip)) => {
+            out.push(4);
+            out.extend_from_slice(&ip.octets());
+        }
+        Some(IpAddr::V6(ip)) => {
+            out.push(6);
+            out.extend_from_slice(&ip.octets());
+        }
+    }
+    out.extend_from_slice(&e.at.ms.to_le_bytes());
+    match &*e.state {
+        State::Unknown => out.push(0),
+        State::NoFile(status) => {
+            out.push(1);
+            out.extend_from_slice(&status.to_le_bytes());
+        }
+        State::Serve(served) => {
+            out.push(2);
+            put_text(out, served.etag.as_bytes());
+        }
+    }
+    match &e.target {
+        None => out.push(0),
+        Some(t) => {
+            out.push(1);
+            out.extend_from_slice(&u32::try_from(t.len()).unwrap_or(u32::MAX).to_le_bytes());
+            out.extend_from_slice(&t[..t.len().min(u32::MAX as usize)]);
+        }
+    }
+}
+
+/// Reads a record back; `None` for bytes that are not one.
+fn decode(mut b: &[u8]) -> Option<Record> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = b.split_at_checked(n)?;
+        *b = rest;
+        Some(head)
+    }
+    fn text(b: &mut &[u8]) -> Option<String> {
+        let len = u16::from_le_bytes(take(b, 2)?.try_into().ok()?);
+        String::from_utf8(take(b, usize::from(len))?.to_vec()).ok()
+    }
+    let site = text(&mut b)?;
+    let word = text(&mut b)?;
+    let identity = match take(&mut b, 1)?[0] {
+        0 => None,
+        1 => Some(Answer::Verified),
+        2 => Some(Answer::Spoofed),
+        3 => Some(Answer::Unverifiable),
+        4 => Some(Answer::Pending),
+        _ => return None,
+    };
+    let client = match take(&mut b, 1)?[0] {
+        0 => None,
+        4 => Some(IpAddr::from(<[u8; 4]>::try_from(take(&mut b, 4)?).ok()?)),
+        6 => Some(IpAddr::from(<[u8; 16]>::try_from(take(&mut b, 16)?).ok()?)),
+        _ => return None,
+    };
+    let ms = i64::from_le_bytes(take(&mut b, 8)?.try_into().ok()?);
+    let state = match take(&mut b, 1)?[0] {
+        0 => Recorded::Unknown,
+        1 => Recorded::NoFile(u16::from_le_bytes(take(&mut b, 2)?.try_into().ok()?)),
+        2 => Recorded::Serve(text(&mut b)?),
+        _ => return None,
+    };
+    let target = match take(&mut b, 1)?[0] {
+        0 => None,
+        1 => {
+            let len = u32::from_le_bytes(take(&mut b, 4)?.try_into().ok()?);
+            Some(take(&mut b, usize::try_from(len).ok()?)?.to_vec())
+        }
+        _ => return None,
+    };
+    b.is_empty().then_some(Record { site, word, identity, client, ms, state, target })
+}
+
 /// Writes every book's rows and reads, stand-in revisions replaced by the
 /// stored ones, in one transaction; returns the rows written.
-async fn write_books(db: &robotsgate_history::Db, books: &mut Books) -> Result<u64, robotsgate_history::DbError> {
+async fn write_books(
+    db: &robotsgate_history::Db,
+    ledger: &Ledger,
+    books: &mut Books,
+) -> Result<u64, robotsgate_history::DbError> {
     let mut tx = db.pool.begin().await?;
     let mut written = 0u64;
     let names: Vec<Arc<str>> = books.sites.keys().cloned().collect();
@@ -577,6 +904,13 @@ async fn write_books(db: &robotsgate_history::Db, books: &mut Books) -> Result<u
         robotsgate_history::ledger::write_reads(&mut tx, &site, &reads).await?;
         written += rows.len() as u64;
     }
+    let (ms, _) = now();
+    let own = ledger.journal.as_ref().zip(books.own).filter(|(_, (seq, _))| *seq > books.marked);
+    let marks = own.map(|((id, _), (seq, _))| (id.as_str(), seq)).into_iter();
+    for (journal, seq) in marks.chain(books.adopted.iter().map(|(o, seq)| (o.id.as_str(), *seq))) {
+        let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+        robotsgate_history::ledger::mark_journal(&mut tx, journal, seq, ms).await?;
+    }
     tx.commit().await?;
     Ok(written)
 }
@@ -592,11 +926,14 @@ impl BackgroundService for Judge {
         flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         drain.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut taken = Vec::new();
+        // What a killed process left is counted before anything new.
+        self.adopt(&mut books).await;
         loop {
             tokio::select! {
                 _ = drain.tick() => self.drain(&mut books, &mut taken).await,
                 _ = sample.tick() => self.sample(&mut books),
                 _ = flush.tick() => {
+                    self.adopt(&mut books).await;
                     self.drain(&mut books, &mut taken).await;
                     self.write(&mut books).await;
                 }
@@ -608,6 +945,70 @@ impl BackgroundService for Judge {
                     return;
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(state: State, target: Option<&[u8]>, client: Option<IpAddr>, identity: Option<Answer>) -> Event {
+        Event {
+            site: Arc::from("shop"),
+            word: Box::from("Googlebot"),
+            identity,
+            client,
+            at: At { ms: 1_764_000_000_123, seq: 9 },
+            state: Arc::new(state),
+            target: target.map(Box::from),
+            journal_end: 0,
+        }
+    }
+
+    #[test]
+    fn records_read_back_as_written() {
+        let cases = [
+            event(State::Unknown, None, None, None),
+            event(State::NoFile(404), Some(b"/a b\xff?x=1"), Some("127.0.0.9".parse().unwrap()), Some(Answer::Spoofed)),
+            event(State::NoFile(410), Some(b""), Some("::1".parse().unwrap()), Some(Answer::Pending)),
+        ];
+        for e in &cases {
+            let mut bytes = Vec::new();
+            encode(e, &mut bytes);
+            let r = decode(&bytes).expect("a record");
+            assert_eq!(r.site, "shop");
+            assert_eq!(r.word, "Googlebot");
+            assert_eq!(r.identity, e.identity);
+            assert_eq!(r.client, e.client);
+            assert_eq!(r.ms, e.at.ms);
+            assert_eq!(r.target.as_deref(), e.target.as_deref());
+            let state = match &*e.state {
+                State::Unknown => Recorded::Unknown,
+                State::NoFile(s) => Recorded::NoFile(*s),
+                State::Serve(s) => Recorded::Serve(s.etag.clone()),
+            };
+            assert_eq!(r.state, state);
+            // Every cut of a record is refused, never misread.
+            for cut in 0..bytes.len() {
+                assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn any_bytes_decode_without_a_panic() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..2000 {
+            let bytes: Vec<u8> = (0..len % 97)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x >> 24) as u8
+                })
+                .collect();
+            let _ = decode(&bytes);
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod framing;
 pub mod gate;
 pub mod gateway;
 pub use robotsgate_identity as identity;
+pub mod journal;
 pub mod ledger;
 pub mod metrics;
 pub mod origin;

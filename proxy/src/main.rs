@@ -421,6 +421,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Arc::clone(shared),
                 Arc::clone(&metrics),
                 config.sites.iter().map(|s| (s.name.clone(), s.slashes())).collect(),
+                Some(&settings.state_dir.join("ledger")),
             );
             (Some(ledger), Some(judge))
         }

@@ -404,7 +404,19 @@ async fn write_fetches(
             (0..fresh.len())
                 .map(|r| {
                     let p = |c: usize| format!("${}", r * 8 + c);
-                    format!("({}, {}, {}, {}, {}, {}, {}, {}, {}, 1, {})", p(1), p(2), p(3), p(4), p(5), p(6), p(7), p(8), p(2), p(5))
+                    format!(
+                        "({}, {}, {}, {}, {}, {}, {}, {}, {}, 1, {})",
+                        p(1),
+                        p(2),
+                        p(3),
+                        p(4),
+                        p(5),
+                        p(6),
+                        p(7),
+                        p(8),
+                        p(2),
+                        p(5)
+                    )
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -433,10 +445,8 @@ async fn write_fetches(
         }
     }
     for ((i, (_, out)), key) in live.iter_mut().enumerate().zip(keys) {
-        let id = ids[i].ok_or_else(|| StoreError::Query {
-            doing: "recording fetches",
-            source: sqlx::Error::RowNotFound,
-        })?;
+        let id =
+            ids[i].ok_or_else(|| StoreError::Query { doing: "recording fetches", source: sqlx::Error::RowNotFound })?;
         out.run = Some((id, key));
     }
     // Each day's counts: one row per site, day and outcome.

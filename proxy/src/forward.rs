@@ -1,10 +1,10 @@
 //! The gateway's own HTTP/1.1 path. Each client connection starts here:
 //! plain requests are read with `httparse`, answered from the store or
 //! relayed to the site's origin over a pooled keep-alive connection, bodies
-//! passed through byte for byte. Anything unusual (HTTP/2, HTTP/1.0,
-//! upgrades, `Expect`, chunked or malformed requests, TLS origins) is handed,
-//! with the bytes already read, to Pingora's full pipeline (`pipeline`),
-//! which keeps the connection from then on.
+//! passed through byte for byte, to plain-HTTP and TLS origins alike.
+//! Anything unusual (HTTP/1.0, upgrades, `Expect`, chunked or malformed
+//! requests) is handed, with the bytes already read, to Pingora's full
+//! pipeline (`pipeline`), which keeps the connection from then on.
 //!
 //! Why: a proxied request through Pingora's pipeline cost about 100,000
 //! instructions on this machine, nginx as a reverse proxy 21,800; the hop's
@@ -16,6 +16,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::upstream::OriginConn;
 use async_trait::async_trait;
 use bytes::{Buf, BytesMut};
 use pingora::apps::{HttpServerApp, ServerApp};
@@ -24,7 +25,6 @@ use pingora::protocols::{ALPN, Stream};
 use pingora::proxy::HttpProxy;
 use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use crate::framing::{Body, content_length, list};
@@ -33,7 +33,6 @@ use crate::identity::signed::Signed;
 use crate::metrics::Path;
 use crate::pipeline::Pipeline;
 use crate::store::State;
-use crate::upstream;
 
 mod streams;
 
@@ -67,7 +66,7 @@ pub struct Front {
     pipeline: Arc<HttpProxy<Pipeline>>,
     fast: bool,
     /// HTTP/2 connections are served on the gateway's own path
-    /// (`streams`): the fast path is on and no site's origin is TLS.
+    /// (`streams`) whenever the fast path is on.
     own_h2: bool,
 }
 
@@ -81,8 +80,7 @@ impl Front {
     /// The fast path over `gateway`; `pipeline` takes what it hands over.
     /// With `fast` false every connection goes to the pipeline.
     pub fn new(gateway: Arc<Gateway>, pipeline: Arc<HttpProxy<Pipeline>>, fast: bool) -> Front {
-        let tls_origin = gateway.hosts.values().any(|site| site.proxy.origin_tls);
-        Front { own_h2: fast && !tls_origin, gateway, pipeline, fast }
+        Front { own_h2: fast, gateway, pipeline, fast }
     }
 }
 
@@ -523,9 +521,6 @@ impl Front {
         {
             return Some(Plan::Answer { response, close: answered_close, log: None });
         }
-        if site.proxy.origin_tls {
-            return None;
-        }
         let claim = if path == "/robots.txt" { None } else { self.gateway.claim(agent) };
         let log = match claim {
             None => None,
@@ -703,7 +698,7 @@ trait RequestBody {
     /// Nothing follows, so the request can be sent again as it is.
     fn is_empty(&self) -> bool;
     /// Sends the rest of the request.
-    async fn send(&mut self, origin: &mut TcpStream, wait: &mut Wait<'_>) -> Result<(), Failure>;
+    async fn send(&mut self, origin: &mut OriginConn, wait: &mut Wait<'_>) -> Result<(), Failure>;
 }
 
 /// An HTTP/1.1 request's body bytes still to come from the client.
@@ -719,7 +714,7 @@ impl RequestBody for ClientBody<'_> {
         self.rest == 0
     }
 
-    async fn send(&mut self, origin: &mut TcpStream, wait: &mut Wait<'_>) -> Result<(), Failure> {
+    async fn send(&mut self, origin: &mut OriginConn, wait: &mut Wait<'_>) -> Result<(), Failure> {
         copy_exact(self.client, origin, self.rest, self.buf, wait).await
     }
 }
@@ -739,7 +734,7 @@ impl Front {
         idempotent: bool,
         from_origin: &mut BytesMut,
         wait: &mut Wait<'_>,
-    ) -> Result<TcpStream, Failure> {
+    ) -> Result<OriginConn, Failure> {
         let mut pooled = site.upstream.take(addr);
         loop {
             let reused = pooled.is_some();
@@ -747,7 +742,7 @@ impl Front {
                 Some(conn) => conn,
                 None => {
                     let connecting = std::time::Instant::now();
-                    let conn = upstream::connect(addr).await.map_err(|e| origin_error(addr, &e))?;
+                    let conn = site.upstream.connect(addr).await.map_err(|e| origin_error(addr, &e))?;
                     self.gateway.metrics.upstream_connect.observe(connecting.elapsed().as_secs_f64());
                     conn
                 }
@@ -813,7 +808,7 @@ fn parse_head<'b>(
 /// before the head is whole fails with 502 (504 if it went silent), or
 /// breaks the exchange once an interim response went to the client.
 async fn more_head(
-    origin: &mut TcpStream,
+    origin: &mut OriginConn,
     from_origin: &mut BytesMut,
     wait: &mut Wait<'_>,
     addr: std::net::SocketAddr,
@@ -831,7 +826,7 @@ async fn more_head(
 /// the client's bytes after them stay in `buf` (it was empty on entry).
 async fn copy_exact(
     client: &mut Stream,
-    origin: &mut TcpStream,
+    origin: &mut OriginConn,
     mut n: u64,
     buf: &mut BytesMut,
     wait: &mut Wait<'_>,
@@ -868,7 +863,7 @@ struct Wait<'t> {
 
 /// Reads what the origin has next, appending to `into`; an origin silent
 /// for `wait.limit` is a `TimedOut` error.
-async fn read_more(origin: &mut TcpStream, into: &mut BytesMut, wait: &mut Wait<'_>) -> std::io::Result<usize> {
+async fn read_more(origin: &mut OriginConn, into: &mut BytesMut, wait: &mut Wait<'_>) -> std::io::Result<usize> {
     into.reserve(CHUNK);
     wait.timer.as_mut().reset(tokio::time::Instant::now() + wait.limit);
     tokio::select! {
@@ -897,7 +892,7 @@ fn origin_error(addr: std::net::SocketAddr, e: &std::io::Error) -> Failure {
 /// paid twice for most pages (callgrind: 59,600 instructions a TLS
 /// request before, 52,200 after; docs/BENCHMARKS.md).
 async fn relay_body(
-    origin: &mut TcpStream,
+    origin: &mut OriginConn,
     client: &mut Stream,
     head: &mut Vec<u8>,
     from_origin: &mut BytesMut,

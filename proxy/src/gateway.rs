@@ -32,7 +32,7 @@ pub struct FrontedSite {
     pub proxy: SiteProxy,
     /// Where proxied requests go.
     pub origin: Origin,
-    /// Idle keep-alive connections to a plain-HTTP origin (fast path only).
+    /// Idle keep-alive connections to its origin, plain or TLS (fast path only).
     pub upstream: Upstream,
     /// The `Content-Usage` header its AI policy adds to proxied responses
     /// that carry none of their own.

@@ -667,8 +667,7 @@ impl Judge {
     async fn adopt(&self, books: &mut Books) {
         let Some((own, dir)) = &self.ledger.journal else { return };
         let held: Vec<String> = books.adopted.iter().map(|(o, _)| o.id.clone()).collect();
-        let orphans: Vec<_> =
-            crate::journal::orphans(dir, own).into_iter().filter(|o| !held.contains(&o.id)).collect();
+        let orphans: Vec<_> = crate::journal::orphans(dir, own).into_iter().filter(|o| !held.contains(&o.id)).collect();
         if orphans.is_empty() {
             return;
         }

@@ -367,8 +367,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 
     let mut hosts = HashMap::new();
+    // One verifying connector for every TLS origin of the fast path, as
+    // Pingora's pipeline verifies them (`origin_ca_file` or the system's roots).
+    let tls = if fronted.iter().any(|(_, p)| p.origin_tls) {
+        let ca = settings.origin_ca_file.as_deref();
+        Some(proxy::upstream::tls_connector(ca).map_err(|e| anyhow::anyhow!("proxy.origin_ca_file: {e}"))?)
+    } else {
+        None
+    };
     for (name, p) in &fronted {
-        let site = Arc::new(FrontedSite::new(name, p.clone()));
+        let mut site = FrontedSite::new(name, p.clone());
+        if let (true, Some(connector)) = (p.origin_tls, &tls) {
+            let sni = p.sni.clone().unwrap_or_else(|| p.hosts[0].clone());
+            site.upstream = proxy::upstream::Upstream::tls(connector.clone(), sni);
+        }
+        let site = Arc::new(site);
         for h in &p.hosts {
             hosts.insert(h.to_ascii_lowercase(), Arc::clone(&site));
         }

@@ -20,6 +20,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::upstream::OriginConn;
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use h2::server::SendResponse;
@@ -28,7 +29,6 @@ use http::{HeaderName, HeaderValue};
 use pingora::protocols::Stream;
 use pingora::server::ShutdownWatch;
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 use super::{
     Answers, CHUNK, Conn, Failure, Forward, Front, KEEPALIVE, MAX_FIELDS, MAX_HEAD, Plan, Response, Wait, answer,
@@ -343,7 +343,7 @@ impl super::RequestBody for StreamBody<'_> {
         matches!(self.upload, Upload::Empty | Upload::Length(0))
     }
 
-    async fn send(&mut self, origin: &mut TcpStream, wait: &mut Wait<'_>) -> Result<(), Failure> {
+    async fn send(&mut self, origin: &mut OriginConn, wait: &mut Wait<'_>) -> Result<(), Failure> {
         let chunked = self.upload == Upload::Chunked;
         loop {
             // A body that pauses past the client limit holds a stream and
@@ -382,7 +382,7 @@ impl super::RequestBody for StreamBody<'_> {
 /// so a client that does not read holds at most that much here. Returns
 /// whether the origin connection ended cleanly at the body's end.
 async fn relay_data(
-    origin: &mut TcpStream,
+    origin: &mut OriginConn,
     mut send: SendStream<Bytes>,
     mut from_origin: BytesMut,
     wait: &mut Wait<'_>,

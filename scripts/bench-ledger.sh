@@ -9,8 +9,10 @@
 # the mix (scripts/mix.lua: 80% browsers, 20% crawlers), over pages some
 # of which the robots.txt disallows. The origin is nginx on loopback. The
 # three take turns, ROUNDS times, so drift on the machine falls on all
-# alike. Where perf can count them, system calls per request are printed
-# too (the journal must add none).
+# alike. Where perf can count them, the gateway's system calls and CPU
+# time per request are printed too (the journal must add no system call;
+# CPU time per request is steadier than requests per second on a shared
+# machine).
 # Installs nginx and wrk from Debian if missing.
 #   scripts/bench-ledger.sh [SECONDS=10] [ROUNDS=2]
 # PROXY_BIN runs another build of robots-proxy instead of building.
@@ -77,16 +79,18 @@ syscalls=
 perf stat -e raw_syscalls:sys_enter -x, -- true 2>&1 | grep -q '^[0-9]' && syscalls=1
 # The request mix: scripts/mix.lua.
 run() { # LABEL PORT CONNECTIONS PID
-  local out calls=""
+  local out calls="" perf_pid=
+  rm -f "$work/perf.txt"
   if [ -n "$syscalls" ]; then
-    perf stat -e raw_syscalls:sys_enter -x, -p "$4" -o "$work/perf.txt" -- sleep "$secs" &
+    perf stat -e raw_syscalls:sys_enter,task-clock -x, -p "$4" -o "$work/perf.txt" -- sleep "$secs" &
+    perf_pid=$!
   fi
   out=$(wrk -t"$(( $3 < 2 ? 1 : 2 ))" -c"$3" -d"${secs}s" --latency -s scripts/mix.lua "http://127.0.0.1:$2/" )
-  wait
+  [ -z "$perf_pid" ] || wait "$perf_pid"
   local reqs
   reqs=$(awk '/requests in/ {print $1}' <<<"$out")
   if [ -n "$syscalls" ] && [ -s "$work/perf.txt" ]; then
-    calls=$(awk -F, -v n="$reqs" '/raw_syscalls/ {printf ", %.2f syscalls/req", $1 / n}' "$work/perf.txt")
+    calls=$(awk -F, -v n="$reqs" '/raw_syscalls/ {printf ", %.2f syscalls/req", $1 / n} /task-clock/ {printf ", %.1f us CPU/req", $1 * 1000 / n}' "$work/perf.txt")
   fi
   printf '%-22s %3s conns: %s req/s, p50 %s, p99 %s%s\n' "$1" "$3" \
     "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" \

@@ -22,7 +22,7 @@ if ((${#missing[@]})); then
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "setup: cargo is not installed; install Rust 1.88 or newer (rustup) and run this again" >&2
+  echo "setup: cargo is not installed; install Rust 1.89 or newer (rustup) and run this again" >&2
   exit 1
 fi
 

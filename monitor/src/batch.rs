@@ -110,9 +110,12 @@ async fn run(pool: AnyPool, mut rx: mpsc::UnboundedReceiver<Job>) {
     }
 }
 
+/// Leases asked for, each with its answer's way back.
+type Claims = Vec<(Claim, Reply<Option<SiteRow>>)>;
+
 /// Takes the leases asked for, one statement per kind of claim.
-async fn claim_all(pool: &AnyPool, claims: Vec<(Claim, Reply<Option<SiteRow>>)>) {
-    let mut groups: HashMap<(String, i64, bool), Vec<(Claim, Reply<Option<SiteRow>>)>> = HashMap::new();
+async fn claim_all(pool: &AnyPool, claims: Claims) {
+    let mut groups: HashMap<(String, i64, bool), Claims> = HashMap::new();
     for (c, reply) in claims {
         groups.entry((c.owner.clone(), c.lease_ms, c.force)).or_default().push((c, reply));
     }
@@ -166,8 +169,21 @@ async fn claim_sites(
 
 type Polls = Vec<((PollRecord, Option<NewState>), Reply<Option<Committed>>)>;
 
-/// Writes every poll in one transaction, or, should that fail, each alone.
-async fn commit_all(pool: &AnyPool, polls: Polls) {
+/// Writes every poll, one transaction for each set of distinct sites (a
+/// site's lease makes two of its polls in one batch rare, but the batch's
+/// statements match rows by site, so a second one waits for the next set).
+async fn commit_all(pool: &AnyPool, mut polls: Polls) {
+    while !polls.is_empty() {
+        let mut seen = std::collections::HashSet::new();
+        let (now, later): (Polls, Polls) = polls.into_iter().partition(|((rec, _), _)| seen.insert(rec.site.clone()));
+        commit_set(pool, now).await;
+        polls = later;
+    }
+}
+
+/// Writes polls of distinct sites in one transaction, or, should that
+/// fail, each alone.
+async fn commit_set(pool: &AnyPool, polls: Polls) {
     let items: Vec<&(PollRecord, Option<NewState>)> = polls.iter().map(|(p, _)| p).collect();
     match write(pool, &items).await {
         Ok(outs) => {

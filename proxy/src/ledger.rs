@@ -134,7 +134,9 @@ fn now() -> (i64, SystemTime) {
 }
 
 impl Ledger {
-    /// The ledger and the task that judges and writes for it.
+    /// The ledger and the task that judges and writes for it; its journal
+    /// goes in `journal_dir` (none without one).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         settings: &LedgerSettings,
         catalogue: Catalogue,

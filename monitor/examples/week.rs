@@ -45,8 +45,9 @@ async fn main() -> anyhow::Result<()> {
     let workers = if store.backend == Backend::Sqlite { 1 } else { WORKERS };
     let began = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
+    let batch = std::sync::Arc::new(monitor::batch::Batcher::start(store.pool().clone()));
     for w in 0..workers {
-        let store = store.clone();
+        let batch = std::sync::Arc::clone(&batch);
         let names = names.clone();
         tasks.spawn(async move {
             let mut version = vec![0usize; names.len()];
@@ -94,7 +95,7 @@ async fn main() -> anyhow::Result<()> {
                         channels: Vec::new(),
                         held_outcome: None,
                     });
-                    let committed = store.commit(&rec, new_state.as_ref()).await?.expect("one writer per site");
+                    let committed = batch.commit(rec.clone(), new_state).await?.expect("one writer per site");
                     if committed.state_id.is_some() {
                         state[i] = committed.state_id;
                     }

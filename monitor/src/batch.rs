@@ -38,11 +38,16 @@ const DAY_MS: i64 = crate::store::DAY_MS;
 
 /// A lease asked for.
 #[derive(Debug)]
-pub(crate) struct Claim {
+pub struct Claim {
+    /// The site.
     pub site: String,
+    /// Who asks (`PID:START_MS`), as `sites.leased_by` holds it.
     pub owner: String,
+    /// Now (Unix ms).
     pub now: i64,
+    /// How long the lease lasts.
     pub lease_ms: i64,
+    /// Whether the site is taken even if it is not due yet.
     pub force: bool,
 }
 
@@ -54,9 +59,9 @@ enum Job {
     Commit(Box<(PollRecord, Option<NewState>)>, Reply<Option<Committed>>),
 }
 
-/// The polls' way to the batching task.
+/// The polls' way to the batching task: where they take leases and write.
 #[derive(Debug)]
-pub(crate) struct Batcher {
+pub struct Batcher {
     jobs: mpsc::UnboundedSender<Job>,
 }
 
@@ -69,14 +74,23 @@ impl Batcher {
         Batcher { jobs }
     }
 
-    /// Takes the lease on a site, as `Store::claim` describes.
+    /// Takes the lease on a site if it is due (or `force`) and nobody holds
+    /// it, and returns the site's row. The conditional update is atomic on
+    /// both engines, so of several monitors sharing a database exactly one
+    /// wins; the others get `None`.
     pub async fn claim(&self, claim: Claim) -> Result<Option<SiteRow>, StoreError> {
         let (tx, rx) = oneshot::channel();
         self.jobs.send(Job::Claim(claim, tx)).map_err(|_| gone())?;
         rx.await.map_err(|_| gone())?
     }
 
-    /// Writes one poll, as `Store::commit` describes.
+    /// Writes one poll: the fetch, the revision if new, and, when the state
+    /// changed, the state, its verdicts and its alert, all or nothing.
+    ///
+    /// `Ok(None)` means another monitor recorded a state of this site since
+    /// `state.previous` was read: neither the state nor the fetch was
+    /// written (the body's revision may have been, as a body the site
+    /// served), and the caller decides again against the state now current.
     pub async fn commit(&self, rec: PollRecord, state: Option<NewState>) -> Result<Option<Committed>, StoreError> {
         let (tx, rx) = oneshot::channel();
         self.jobs.send(Job::Commit(Box::new((rec, state)), tx)).map_err(|_| gone())?;

@@ -3,7 +3,7 @@
 //! crawling would change. `main.rs` is the command line; this library holds
 //! the steps, so tests can drive them too.
 
-mod batch;
+pub mod batch;
 pub mod change;
 pub mod channels;
 pub mod clock;

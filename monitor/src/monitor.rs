@@ -98,6 +98,8 @@ pub struct Monitor {
     catalogue: robotsgate_crawlers::Catalogue,
     /// Clients for the origins of sites only gateways front.
     origins: source::origin::Origins,
+    /// Where polls take their leases and write, together ([`crate::batch`]).
+    batch: crate::batch::Batcher,
 }
 
 pub use crate::clock::{now_ms, when};
@@ -124,7 +126,18 @@ impl Monitor {
             None => None,
         };
         let origins = source::origin::Origins::new(config.http.timeout, &config.http.user_agent, ca);
-        Ok(Monitor { config, store, client, mailer, owner, known: Mutex::new(HashMap::new()), catalogue, origins })
+        let batch = crate::batch::Batcher::start(store.pool().clone());
+        Ok(Monitor {
+            config,
+            store,
+            client,
+            mailer,
+            owner,
+            known: Mutex::new(HashMap::new()),
+            catalogue,
+            origins,
+            batch,
+        })
     }
 
     /// This process's lease owner id (`PID:START_MS`), as `sites.leased_by` holds it.
@@ -191,7 +204,14 @@ impl Monitor {
     #[tracing::instrument(skip_all, fields(site = %site.name))]
     pub async fn poll_once(&self, site: &Site, force: bool) -> Result<Option<PollOutcome>, StoreError> {
         let lease = (self.config.http.timeout + LEASE_MARGIN).as_millis() as i64;
-        let Some(row) = self.store.claim(&site.name, &self.owner, now_ms(), lease, force).await? else {
+        let claim = crate::batch::Claim {
+            site: site.name.clone(),
+            owner: self.owner.clone(),
+            now: now_ms(),
+            lease_ms: lease,
+            force,
+        };
+        let Some(row) = self.batch.claim(claim).await? else {
             return Ok(None);
         };
         let result = self.poll_claimed(site, row).await;
@@ -317,7 +337,7 @@ impl Monitor {
                 Some((id, h)) if body.is_some() && *h == hash && at - k.touched < TOUCH_EVERY_MS => Some(*id),
                 _ => None,
             });
-            let Some(committed) = self.store.commit(&record, new_state.as_ref()).await? else {
+            let Some(committed) = self.batch.commit(record.clone(), new_state.clone()).await? else {
                 tracing::info!(site = %site.name, "another monitor recorded a state first; deciding again");
                 let row = self.store.site(&site.name).await?;
                 record.run = row.run.clone();

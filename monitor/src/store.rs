@@ -41,9 +41,6 @@ pub struct Store {
     pool: AnyPool,
     /// The engine behind it.
     pub backend: Backend,
-    /// Claims and writes of polls, taken together ([`crate::batch`]);
-    /// started on the first of them.
-    batch: std::sync::Arc<std::sync::OnceLock<crate::batch::Batcher>>,
 }
 
 /// A site's row.
@@ -207,7 +204,7 @@ impl Store {
     /// `postgres://` URL, or a SQLite file path relative to `base`.
     pub async fn open(database: &str, base: &Path) -> Result<Store, StoreError> {
         let db = robotsgate_history::open(database, base, robotsgate_history::Options::default()).await?;
-        Ok(Store { pool: db.pool, backend: db.backend, batch: Default::default() })
+        Ok(Store { pool: db.pool, backend: db.backend })
     }
 
     /// The pool, for read-only views (the console) that keep their queries
@@ -230,26 +227,6 @@ impl Store {
             insert.execute(&self.pool).await.map_err(q("adding sites"))?;
         }
         Ok(())
-    }
-
-    /// Takes the lease on `site` if it is due (or `force`) and nobody holds
-    /// it, and returns the site's row. The conditional update is atomic on
-    /// both engines, so of several monitors sharing a database exactly one
-    /// wins; the others get `None`.
-    pub async fn claim(
-        &self,
-        site: &str,
-        owner: &str,
-        now: i64,
-        lease_ms: i64,
-        force: bool,
-    ) -> Result<Option<SiteRow>, StoreError> {
-        let claim = crate::batch::Claim { site: site.to_string(), owner: owner.to_string(), now, lease_ms, force };
-        self.batcher().claim(claim).await
-    }
-
-    fn batcher(&self) -> &crate::batch::Batcher {
-        self.batch.get_or_init(|| crate::batch::Batcher::start(self.pool.clone()))
     }
 
     /// Gives a lease back without recording a poll (the poll failed).
@@ -348,22 +325,6 @@ impl Store {
         queue_alert(&mut tx, site, state_id, at, a).await?;
         tx.commit().await.map_err(q("committing an escalation"))?;
         Ok(true)
-    }
-
-    /// Writes one poll: the fetch, the revision if new, and, when the state
-    /// changed, the state, its verdicts and its alert, all or nothing.
-    ///
-    /// `Ok(None)` means another monitor recorded a state of this site since
-    /// `new_state.previous` was read: neither the state nor the fetch was
-    /// written (the body's revision may have been, as a body the site
-    /// served), and the caller decides again against the state now current.
-    /// Polls committing at once share one transaction ([`crate::batch`]).
-    pub async fn commit(
-        &self,
-        rec: &PollRecord,
-        new_state: Option<&NewState>,
-    ) -> Result<Option<Committed>, StoreError> {
-        self.batcher().commit(rec.clone(), new_state.cloned()).await
     }
 
     /// Claims the oldest alert due for delivery, for `lease_ms`, so that

@@ -232,7 +232,8 @@ pub struct LedgerSettings {
     pub queue: usize,
     /// Size in MiB of the journal under `state_dir/ledger/` that keeps
     /// every event until the database counts it, so a `kill -9` loses
-    /// none; 0 turns it off. Sparse: only what is in use takes disk.
+    /// none; 0 turns it off. Written out at start (a full disk is an error
+    /// then, never a crash later).
     #[serde(default = "default_ledger_journal_mib")]
     pub journal_mib: usize,
 }

@@ -26,7 +26,8 @@
 //! is thus counted exactly once, whenever the kill came.
 
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, Write as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use memmap2::MmapMut;
@@ -78,11 +79,23 @@ impl Journal {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let id = format!("{}-{}-{}", std::process::id(), now.as_secs(), now.subsec_nanos());
         let path = dir.join(format!("{id}{SUFFIX}"));
-        let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
+        // Only this user reads it: it holds clients' addresses and targets.
+        let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&path)?;
         file.try_lock().map_err(|e| io::Error::other(format!("locking {}: {e}", path.display())))?;
         let cap = align8(ring.max(64 * 1024));
-        // Sparse: pages the ring never reaches take no disk.
-        file.set_len((HEADER + cap) as u64)?;
+        // Written out, not sparse: a store into a mapped page the disk has
+        // no room for kills the process with SIGBUS, so a full disk is
+        // found here, at start, as an error, never on a request.
+        let zeros = vec![0u8; 1 << 20];
+        let mut left = HEADER + cap;
+        let mut writer = &file;
+        while left > 0 {
+            let n = left.min(zeros.len());
+            writer.write_all(&zeros[..n]).inspect_err(|_| {
+                let _ = std::fs::remove_file(&path);
+            })?;
+            left -= n;
+        }
         // SAFETY: the file is ours alone (created here, exclusively locked),
         // and its length is fixed for the life of the mapping, so no other
         // writer changes the bytes under us and no access passes its end.
@@ -318,6 +331,9 @@ mod tests {
         let dir = scratch("orphans");
         let mut live = Journal::create(dir.as_path(), 64 * 1024).unwrap();
         live.append(1, b"x").unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(live.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "clients' addresses are the gateway user's alone");
         assert!(orphans(dir.as_path(), "other").is_empty());
         let id = live.id().to_string();
         drop(live);

@@ -340,6 +340,8 @@ struct Books {
     /// Journals of processes that are gone, judged, with the last number
     /// judged: marked and removed at the next write.
     adopted: Vec<(crate::journal::Orphan, u64)>,
+    /// When kept copies were last pruned.
+    pruned: Option<std::time::Instant>,
 }
 
 impl Judge {
@@ -668,6 +670,10 @@ impl Judge {
     /// files removed, with the next write. Waits for the database.
     async fn adopt(&self, books: &mut Books) {
         let Some((own, dir)) = &self.ledger.journal else { return };
+        if books.pruned.is_none_or(|at| at.elapsed() > PRUNE_EVERY) {
+            books.pruned = Some(std::time::Instant::now());
+            prune_copies(dir);
+        }
         let held: Vec<String> = books.adopted.iter().map(|(o, _)| o.id.clone()).collect();
         let orphans: Vec<_> = crate::journal::orphans(dir, own).into_iter().filter(|o| !held.contains(&o.id)).collect();
         if orphans.is_empty() {
@@ -725,6 +731,26 @@ impl Judge {
             target: r.target.map(Vec::into_boxed_slice),
             journal_end: 0,
         })
+    }
+}
+
+/// How often kept copies are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// How long a kept copy outlives its last write: a journal left longer
+/// than this by a stopped gateway is replayed against the copies still
+/// known (the one served, the judge's) or not at all. A file that changes
+/// at every fetch would otherwise leave a copy per fetch forever.
+const KEEP_COPIES: Duration = Duration::from_secs(7 * 86_400);
+
+/// Removes kept copies older than [`KEEP_COPIES`].
+fn prune_copies(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir.join("copies")) else { return };
+    for entry in entries.flatten() {
+        let old =
+            entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().unwrap_or_default() > KEEP_COPIES);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

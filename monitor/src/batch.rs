@@ -210,26 +210,11 @@ async fn commit_set(pool: &AnyPool, polls: Polls) {
                 let _ = reply.send(write(pool, &[&poll]).await.map(|mut o| o.remove(0)));
             }
         }
+        // One poll: its own error.
         Err(e) => {
-            for (_, reply) in polls {
-                let _ = reply.send(Err(StoreError::Query { doing: e.doing(), source: e.source_text() }));
+            if let Some((_, reply)) = polls.into_iter().next() {
+                let _ = reply.send(Err(e));
             }
-        }
-    }
-}
-
-impl StoreError {
-    fn doing(&self) -> &'static str {
-        match self {
-            StoreError::Query { doing, .. } => doing,
-            _ => "writing a poll",
-        }
-    }
-
-    fn source_text(&self) -> sqlx::Error {
-        match self {
-            StoreError::Query { source, .. } => sqlx::Error::Protocol(source.to_string()),
-            other => sqlx::Error::Protocol(other.to_string()),
         }
     }
 }

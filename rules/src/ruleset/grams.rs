@@ -36,7 +36,7 @@ use std::sync::OnceLock;
 
 use crate::bytes::find_any;
 
-use super::{Rule, best_in_bucket, home, mark_ends, precedence, seed};
+use super::{Rule, home, precedence, seed};
 
 /// Distinct buckets a check tracks in a list before it tracks them in a
 /// bitmap of the set's rules. The list is zeroed on every check: at 64 that
@@ -65,24 +65,93 @@ const LOW3: u32 = 0xFF_FFFF;
 /// At most about this many of a set's literal rules are counted when keys
 /// are chosen.
 const PLAIN_SAMPLE: usize = 1024;
+/// A table slot holds its bucket's first rule in the low bits and the
+/// bucket's highest priority above them (see [`Grams::table`]).
+const FIRST_BITS: u32 = 20;
+const FIRST_MASK: u32 = (1 << FIRST_BITS) - 1;
+/// The highest priority a slot can say; a bucket whose rules are longer
+/// says this, and is never skipped for its priority.
+const TOP_UNKNOWN: u32 = u32::MAX >> FIRST_BITS;
+/// Sets with more gram-keyed rules than a slot can point to are scanned
+/// whole; a 500 KiB file has at most about 100,000 rules.
+const MAX_RULES: usize = FIRST_MASK as usize - 1;
+
+/// A gram-keyed rule and up to four bytes of its literal after the first
+/// (`head`, masked by `mask`). Rules keyed by a word after their `*`
+/// (`/section/*/word`) are candidates wherever the word is; most fail on
+/// their literal, and comparing these bytes with the path's turns them
+/// away without reading the pattern. Before, that read was a cache miss
+/// of its own on a large file.
+#[derive(Clone, Copy, Debug)]
+struct Keyed {
+    rule: Rule,
+    head: u32,
+    mask: u32,
+}
+
+impl Keyed {
+    fn new(rule: Rule, arena: &[u8]) -> Keyed {
+        let lit = rule.literal(arena);
+        let n = lit.len().saturating_sub(1).min(WIDTH);
+        let mask = if n == WIDTH { u32::MAX } else { (1 << (8 * n)) - 1 };
+        Keyed { rule, head: key(lit.get(1..).unwrap_or_default()) & mask, mask }
+    }
+}
+
+/// The bytes of `path` a [`Keyed::head`] is compared with: the second to
+/// the fifth, zero past its end.
+#[inline]
+fn path_head(path: &[u8]) -> u32 {
+    key(path.get(1..).unwrap_or_default())
+}
+
+/// The best of `best` and the rules of the bucket starting at
+/// `bucket[0]`, which are in precedence order and end at the first rule
+/// marked last.
+#[inline]
+fn best_in_bucket<'t>(
+    bucket: &'t [Keyed],
+    arena: &[u8],
+    path: &[u8],
+    head: u32,
+    best: Option<&'t Rule>,
+) -> Option<&'t Rule> {
+    for k in bucket {
+        let rule = &k.rule;
+        if best.is_some_and(|b| !rule.beats(b)) {
+            // Nothing after this in the bucket can win either.
+            return best;
+        }
+        if head & k.mask == k.head && rule.matches(arena, path) {
+            return Some(rule);
+        }
+        if rule.is_last() {
+            break;
+        }
+    }
+    best
+}
 
 /// A set's gram index, built on its first check.
 #[derive(Debug, Default)]
 pub(super) struct GramIndex {
-    built: OnceLock<Grams>,
+    /// `None` for a set with more rules than [`MAX_RULES`].
+    built: OnceLock<Option<Grams>>,
 }
 
 /// The built index: its own copy of the set's gram-keyed rules, in buckets,
 /// and the table and filter that find the buckets.
 #[derive(Debug)]
 struct Grams {
-    rules: Box<[Rule]>,
-    /// (gram, first rule of its bucket), open addressing.
+    rules: Box<[Keyed]>,
+    /// (gram, its bucket's first rule | the bucket's highest priority <<
+    /// [`FIRST_BITS`]), open addressing. A check that already holds a
+    /// better rule skips the bucket without reading its rules: on large
+    /// files a third of the buckets a check finds.
     table: Box<[(u32, u32)]>,
+    /// A power of two words long, at most [`FILTER_WORDS_MAX`]; a gram's
+    /// bit is where [`has_hash`] says.
     filter: Box<[u64]>,
-    /// `filter` has `1 << (64 - filter_shift)` bits: a gram's bit is the
-    /// top bits of its hash.
-    filter_shift: u32,
     /// Bit `w - 1` is set when some key is `w` bytes wide.
     widths: u8,
     /// The distinct first bytes of the keys narrower than [`WIDTH`], when
@@ -104,7 +173,6 @@ struct Grams {
     /// one that misses was a fifth of a large file's mispredicted
     /// branches. Empty when no key is expanded.
     exact: Box<[u64]>,
-    exact_shift: u32,
     /// The highest priority of the set's wildcard rules.
     max_len: u16,
     seed: u64,
@@ -136,16 +204,35 @@ fn key(bytes: &[u8]) -> u32 {
 /// passes by chance 1.6% of the time (at 8 bits a key, 12%, and probes cost
 /// a sixth of a check).
 fn filter_bits(keys: usize) -> usize {
-    (keys * 64).next_power_of_two().clamp(64, 1 << 20)
+    (keys * 64).next_power_of_two().clamp(64, FILTER_WORDS_MAX * 64)
 }
 
-/// Whether bit `bit` of `filter` is set. A filter is a power of two words
-/// long, and a bit is always within it: masking the word's index by the
-/// length says so to the compiler, which then drops a bounds check at
-/// every position of a scan (3-4% of a check on middle-sized files).
-#[inline]
-fn has_bit(filter: &[u64], bit: u64) -> bool {
-    (filter[(bit / 64) as usize & (filter.len() - 1)] >> (bit % 64)) & 1 != 0
+/// The most words a filter has: as many as the bits of a hash from bit 50
+/// up can number.
+const FILTER_WORDS_MAX: usize = 1 << 14;
+
+/// The bit of `filter` that stands for hash `h`: 1 if it is set, else 0.
+/// The word is taken from bits 50 and up, masked by the filter's length
+/// (a power of two, which also tells the compiler the index is in bounds),
+/// and the bit from bits 44 to 49. Both shifts are constants: the shift
+/// by the filter's size that this replaces cost two instructions at every
+/// position of a scan. Bits this high of the product depend on every bit
+/// of the gram.
+#[inline(always)]
+fn bit_of(filter: &[u64], h: u64) -> u64 {
+    (filter[(h >> 50) as usize & (filter.len() - 1)] >> ((h >> 44) & 63)) & 1
+}
+
+/// Whether `filter` holds hash `h` (see [`bit_of`]).
+#[inline(always)]
+fn has_hash(filter: &[u64], h: u64) -> bool {
+    bit_of(filter, h) != 0
+}
+
+/// Adds hash `h` to `filter` (see [`bit_of`]).
+fn set_hash(filter: &mut [u64], h: u64) {
+    let len = filter.len();
+    filter[(h >> 50) as usize & (len - 1)] |= 1 << ((h >> 44) & 63);
 }
 
 /// A gram's hash: its product with the set's odd random multiplier, whose
@@ -264,9 +351,9 @@ impl GramCounts {
 impl GramIndex {
     /// Bytes on the heap, once the index is built.
     pub fn heap_bytes(&self) -> usize {
-        self.built.get().map_or(0, |g| {
+        self.built.get().and_then(Option::as_ref).map_or(0, |g| {
             size_of::<Grams>()
-                + g.rules.len() * size_of::<Rule>()
+                + g.rules.len() * size_of::<Keyed>()
                 + g.table.len() * size_of::<(u32, u32)>()
                 + g.filter.len() * size_of::<u64>()
                 + g.exact.len() * size_of::<u64>()
@@ -279,13 +366,18 @@ impl GramIndex {
     #[inline]
     pub fn decide<'t>(
         &'t self,
-        wild: &[Rule],
+        wild: &'t [Rule],
         plain: &[Rule],
         arena: &[u8],
         path: &[u8],
         best: Option<&'t Rule>,
     ) -> Option<&'t Rule> {
-        self.built.get_or_init(|| Grams::build(wild, plain, arena)).decide(arena, path, best)
+        match self.built.get_or_init(|| (wild.len() <= MAX_RULES).then(|| Grams::build(wild, plain, arena))) {
+            Some(grams) => grams.decide(arena, path, best),
+            None => wild.iter().fold(best, |best, r| {
+                if best.is_none_or(|b| r.beats(b)) && r.matches(arena, path) { Some(r) } else { best }
+            }),
+        }
     }
 }
 
@@ -296,11 +388,11 @@ impl Grams {
     fn build(wild: &[Rule], plain: &[Rule], arena: &[u8]) -> Grams {
         // Odd, as a multiplier must be (see `mix`).
         let seed = seed() | 1;
-        let mut rules = wild.to_vec().into_boxed_slice();
+        let mut rules: Box<[Keyed]> = wild.iter().map(|&r| Keyed::new(r, arena)).collect();
         // Every candidate gram is a window of a pattern: their number is at
         // most the patterns' total length.
-        let mut counts = GramCounts::new(rules.iter().map(|r| usize::from(r.len)).sum(), seed);
-        for r in rules.iter() {
+        let mut counts = GramCounts::new(wild.iter().map(|r| usize::from(r.len)).sum(), seed);
+        for r in wild {
             for_each_candidate(r, arena, |g| counts.add(key(g)));
         }
         // Only grams some rule may be keyed by are worth counting, and no
@@ -313,8 +405,10 @@ impl Grams {
             }
         }
         let mut widths = 0u8;
-        let mut keyed: Vec<(u32, Rule)> = Vec::with_capacity(rules.len());
+        let mut keyed: Vec<(u32, Keyed)> = Vec::with_capacity(rules.len());
         for r in rules.iter() {
+            let k = *r;
+            let r = &k.rule;
             // A wildcard rule has a non-empty segment (see `classify`), so a
             // gram is always found.
             let mut best: (u32, u32, usize) = (u32::MAX, 0, 1);
@@ -326,12 +420,12 @@ impl Grams {
                 }
             });
             widths |= 1 << (best.2.clamp(1, WIDTH) - 1);
-            keyed.push((best.1, *r));
+            keyed.push((best.1, k));
         }
         // Keys of different widths can be equal (`ab` and `ab\0\0`); they
         // then share a bucket, which costs a check but misses nothing, since
         // every candidate is matched in full.
-        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| precedence(&a.1, &b.1)));
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| precedence(&a.1.rule, &b.1.rule)));
 
         let mut starts: Vec<u32> = Vec::new();
         let mut keys: Vec<u32> = Vec::new();
@@ -388,17 +482,17 @@ impl Grams {
         for (r, k) in rules.iter_mut().zip(&keyed) {
             *r = k.1;
         }
-        mark_ends(&mut rules, &starts);
+        for w in starts.windows(2) {
+            if w[1] > w[0] {
+                rules[w[1] as usize - 1].rule.set_last();
+            }
+        }
 
         let n_slots = keys.len() * 2 + 1;
         let mut table = vec![(0u32, EMPTY); n_slots];
         let filter_bits = filter_bits(keys.len() + weight.unwrap_or(0) * threes.len());
         let mut filter = vec![0u64; filter_bits / 64];
-        let filter_shift = 64 - filter_bits.trailing_zeros();
-        let mut hold = |k: u32| {
-            let bit = (mix(k, seed) >> filter_shift) as usize;
-            filter[bit / 64] |= 1 << (bit % 64);
-        };
+        let mut hold = |k: u32| set_hash(&mut filter, mix(k, seed));
         for (&k, &first) in keys.iter().zip(&starts) {
             hold(k);
             if expanded(k) {
@@ -411,29 +505,26 @@ impl Grams {
             while table[at].1 != EMPTY {
                 at = if at + 1 == n_slots { 0 } else { at + 1 };
             }
-            table[at] = (k, first);
+            // Buckets are in precedence order: the first rule is the longest.
+            let top = u32::from(rules[first as usize].rule.len).min(TOP_UNKNOWN);
+            table[at] = (k, first | top << FIRST_BITS);
         }
 
-        let (exact, exact_shift) = if threes.is_empty() {
-            (Vec::new(), 0)
+        let exact = if threes.is_empty() {
+            Vec::new()
         } else {
-            let bits = self::filter_bits(keys.len());
-            let shift = 64 - bits.trailing_zeros();
-            let mut exact = vec![0u64; bits / 64];
+            let mut exact = vec![0u64; self::filter_bits(keys.len()) / 64];
             for &k in &keys {
-                let bit = (mix(k, exact_seed(seed)) >> shift) as usize;
-                exact[bit / 64] |= 1 << (bit % 64);
+                set_hash(&mut exact, mix(k, exact_seed(seed)));
             }
-            (exact, shift)
+            exact
         };
-        let max_len = rules.iter().map(|r| r.len).max().unwrap_or(0);
+        let max_len = rules.iter().map(|k| k.rule.len).max().unwrap_or(0);
         Grams {
             exact: exact.into_boxed_slice(),
-            exact_shift,
             rules,
             table: table.into_boxed_slice(),
             filter: filter.into_boxed_slice(),
-            filter_shift,
             widths,
             short_firsts,
             short_starts,
@@ -461,6 +552,7 @@ impl Grams {
             rules: &self.rules,
             arena,
             path,
+            head: path_head(path),
             seen: [EMPTY; SEEN_MAX],
             n_seen: 0,
             more: Vec::new(),
@@ -503,24 +595,32 @@ impl Grams {
         if self.widths & (1 << (WIDTH - 1)) != 0 {
             let (threes, all, seed) = (self.threes, self.all_threes, self.seed);
             let expanded = !self.exact.is_empty();
-            let (exact, exact_shift, seed2) = (&self.exact, self.exact_shift, exact_seed(seed));
-            let is_key = |k: u32| has_bit(exact, mix(k, seed2) >> exact_shift);
+            let (exact, seed2) = (&self.exact, exact_seed(seed));
+            let is_key = |k: u32| has_hash(exact, mix(k, seed2));
             let mut from = 0;
-            while let Some(p) = self.next_passing(path, from) {
-                let word = u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default());
-                let h = mix(word, seed);
-                if expanded {
-                    if is_key(word) {
-                        scan.probe(word, h);
+            while from + WIDTH <= path.len() {
+                let (mut passing, tested) = self.passing(path, from);
+                while passing != 0 {
+                    // Bit `k` stands for the `k + 1`th position from the
+                    // last tested. The order the passes are taken in does
+                    // not change the verdict: every candidate is weighed.
+                    let p = from + tested - 1 - passing.trailing_zeros() as usize;
+                    passing &= passing - 1;
+                    let word = u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default());
+                    let h = mix(word, seed);
+                    if expanded {
+                        if is_key(word) {
+                            scan.probe(word, h);
+                        }
+                        let low = word & LOW3;
+                        if (all || threes.contains(&low)) && is_key(low) {
+                            scan.probe(low, mix(low, seed));
+                        }
+                    } else if !scan.probe(word, h) {
+                        return scan.best;
                     }
-                    let low = word & LOW3;
-                    if (all || threes.contains(&low)) && is_key(low) {
-                        scan.probe(low, mix(low, seed));
-                    }
-                } else if !scan.probe(word, h) {
-                    return scan.best;
                 }
-                from = p + 1;
+                from += tested;
             }
             // An expanded three-byte key as the path's last three bytes,
             // which no four-byte gram holds: they are read zero-padded.
@@ -537,33 +637,36 @@ impl Grams {
         scan.best
     }
 
-    /// The first position at or after `from` whose four-byte gram passes
-    /// the filter. This loop is the largest part of a check on shop-shaped
-    /// files, so it holds nothing else: with the probes inside it, its
-    /// filter, seed and shift did not fit in registers and were read from
-    /// the stack at every position.
+    /// The positions from `from` on, up to 64 of them, whose four-byte
+    /// gram passes the filter, as bits, and how many were tested: bit `k`
+    /// stands for position `from + tested - 1 - k`, because shifting each
+    /// test's bit in from below costs one instruction a position. This loop is the largest part
+    /// of a check on shop-shaped files, so it holds nothing else, and no
+    /// branch on a gram: a branch at each position that passed was a
+    /// mispredicted one (four a check on a 14,000-rule file, a sixth of
+    /// its mispredictions), and the passes are now taken from the bits.
     #[inline]
-    fn next_passing(&self, path: &[u8], mut p: usize) -> Option<usize> {
-        let (filter, seed, shift) = (&*self.filter, self.seed, self.filter_shift);
-        let passes = |g: u32| has_bit(filter, mix(g, seed) >> shift);
+    fn passing(&self, path: &[u8], from: usize) -> (u64, usize) {
+        let (filter, seed) = (&*self.filter, self.seed);
+        // 1 when the gram passes, else 0, with no compare: the bit itself.
+        let passes = |g: u32| bit_of(filter, mix(g, seed));
+        let mut bits = 0u64;
+        let mut j = 0;
         // One eight-byte load holds the grams of five positions: built
         // from single bytes, a gram cost more than its hash.
-        while p + 8 <= path.len() {
-            let w = u64::from_le_bytes(path[p..p + 8].try_into().unwrap_or_default());
-            for j in 0..5 {
-                if passes((w >> (8 * j)) as u32) {
-                    return Some(p + j);
-                }
+        while j + 5 <= 64 && from + j + 8 <= path.len() {
+            let w = u64::from_le_bytes(path[from + j..from + j + 8].try_into().unwrap_or_default());
+            for t in 0..5 {
+                bits = bits << 1 | passes((w >> (8 * t)) as u32);
             }
-            p += 5;
+            j += 5;
         }
-        while p + WIDTH <= path.len() {
-            if passes(u32::from_le_bytes(path[p..p + WIDTH].try_into().unwrap_or_default())) {
-                return Some(p);
-            }
-            p += 1;
+        while j < 64 && from + j + WIDTH <= path.len() {
+            bits =
+                bits << 1 | passes(u32::from_le_bytes(path[from + j..from + j + WIDTH].try_into().unwrap_or_default()));
+            j += 1;
         }
-        None
+        (bits, j)
     }
 
     /// The scan when narrow keys start with many different bytes: every
@@ -601,10 +704,10 @@ impl Grams {
     /// shop-shaped files.
     #[inline]
     fn filter_test<'f>(&self, filter: &'f [u64]) -> impl Fn(u32) -> Option<u64> + 'f {
-        let (seed, filter_shift) = (self.seed, self.filter_shift);
+        let seed = self.seed;
         move |k: u32| {
             let h = mix(k, seed);
-            has_bit(filter, h >> filter_shift).then_some(h)
+            has_hash(filter, h).then_some(h)
         }
     }
 }
@@ -613,9 +716,11 @@ impl Grams {
 struct Scan<'i, 't, 'a> {
     table: &'i [(u32, u32)],
     filter: &'i [u64],
-    rules: &'t [Rule],
+    rules: &'t [Keyed],
     arena: &'a [u8],
     path: &'a [u8],
+    /// The path's bytes that [`Keyed::head`] is compared with.
+    head: u32,
     /// Buckets already checked; `EMPTY` in unused places.
     seen: [u32; SEEN_MAX],
     n_seen: usize,
@@ -631,7 +736,13 @@ impl Scan<'_, '_, '_> {
     /// Returns false when the scan is complete.
     #[inline(never)]
     fn probe(&mut self, k: u32, h: u64) -> bool {
-        let Some(first) = lookup(self.table, k, h) else { return true };
+        let Some(slot) = lookup(self.table, k, h) else { return true };
+        let (first, top) = (slot & FIRST_MASK, slot >> FIRST_BITS);
+        if top != TOP_UNKNOWN && self.best.is_some_and(|b| u32::from(b.len) > top) {
+            // The best so far is longer than every rule of the bucket, and
+            // stays so: no need to read them, or to mark them seen.
+            return true;
+        }
         // All places compared, unused ones hold `EMPTY`: an early exit
         // mispredicted on a large file's checks.
         if self.seen.iter().fold(false, |seen, &s| seen | (s == first)) {
@@ -659,7 +770,7 @@ impl Scan<'_, '_, '_> {
             self.seen[self.n_seen] = first;
             self.n_seen += 1;
         }
-        self.best = best_in_bucket(&self.rules[first as usize..], self.arena, self.path, true, self.best);
+        self.best = best_in_bucket(&self.rules[first as usize..], self.arena, self.path, self.head, self.best);
         true
     }
 }

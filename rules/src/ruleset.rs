@@ -652,6 +652,43 @@ mod tests {
     }
 
     #[test]
+    fn literal_heads_and_bucket_priorities_turn_away_only_what_cannot_win() {
+        // Rules keyed by one shared segment (`/print`), with literals of
+        // every length around the four bytes a keyed rule carries, some
+        // sharing their first bytes with the paths and some not, a NUL
+        // among them; long literal rules that win first (so later buckets
+        // are skipped by their priority) and short ones that do not. Paths
+        // are cut at every length, so a path shorter than a literal's head
+        // is compared zero-padded.
+        let literals = ["/", "/a", "/ab", "/abc", "/abcd", "/abcde", "/abcdef", "/abcdX", "/a\0cd", "/bbcd", "/abc/"];
+        let mut body = String::from("User-agent: *\n");
+        for (i, lit) in literals.iter().enumerate() {
+            for (j, tail) in ["*/print", "*/print$", "*print*x"].iter().enumerate() {
+                let key = if (i + j) % 2 == 0 { "Disallow" } else { "Allow" };
+                body.push_str(&format!("{key}: {lit}{tail}\n"));
+            }
+        }
+        // A tie: the literal rule is found first, and the wildcard rule of
+        // the same length, an Allow, must still be weighed.
+        body.push_str("Disallow: /abcde/xprint\nAllow: /abcd*/xprint\n");
+        for i in 0..60 {
+            body.push_str(&format!("Disallow: /abcdef/{i}/a-long-literal-that-wins/print\n"));
+            body.push_str(&format!("Allow: /z{i}\n"));
+        }
+        let full = "/abcdef/7/a-long-literal-that-wins/print/x";
+        let mut paths: Vec<String> = (1..=full.len()).map(|n| full[..n].to_string()).collect();
+        for lit in literals {
+            for rest in ["/print", "x/print", "/printx", "print", "/prin"] {
+                paths.push(format!("{lit}{rest}"));
+            }
+        }
+        paths.extend(
+            ["/abcdX/print", "/abcdY/print", "/b/print", "/print", "/z7/print", "/abcde/xprint"].map(String::from),
+        );
+        agrees(&body, &paths);
+    }
+
+    #[test]
     fn distinct_literals_are_each_their_own_bucket() {
         // No literal repeats: the index keeps the rules where they are. Exact
         // and wildcard shapes make a bucket's rule fail after its literal

@@ -207,25 +207,26 @@ fn order_small(rules: &mut [Rule]) {
 
 /// The best of `best` and the rules of the bucket starting at `bucket[0]`,
 /// which are in precedence order and end at the first rule marked last.
-/// `whole` says whether the literal still has to be checked.
+/// `rule` finds an entry's rule, and `hit` says whether it matches the
+/// path (the literal index's buckets test what follows their literal, the
+/// gram index's the whole pattern after a cheaper look at its head).
 #[inline]
-fn best_in_bucket<'t>(
-    bucket: &'t [Rule],
-    arena: &[u8],
-    path: &[u8],
-    whole: bool,
+fn best_in_bucket<'t, T>(
+    bucket: &'t [T],
+    rule: impl Fn(&'t T) -> &'t Rule,
+    hit: impl Fn(&'t T) -> bool,
     best: Option<&'t Rule>,
 ) -> Option<&'t Rule> {
-    for rule in bucket {
-        if best.is_some_and(|b| !rule.beats(b)) {
+    for entry in bucket {
+        let r = rule(entry);
+        if best.is_some_and(|b| !r.beats(b)) {
             // Nothing after this in the bucket can win either.
             return best;
         }
-        let hit = if whole { rule.matches(arena, path) } else { rule.matches_after_literal(arena, path) };
-        if hit {
-            return Some(rule);
+        if hit(entry) {
+            return Some(r);
         }
-        if rule.is_last() {
+        if r.is_last() {
             break;
         }
     }

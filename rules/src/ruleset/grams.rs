@@ -36,7 +36,7 @@ use std::sync::OnceLock;
 
 use crate::bytes::find_any;
 
-use super::{Rule, home, precedence, seed};
+use super::{Rule, best_in_bucket, home, precedence, seed};
 
 /// Distinct buckets a check tracks in a list before it tracks them in a
 /// bitmap of the set's rules. The list is zeroed on every check: at 64 that
@@ -103,33 +103,6 @@ impl Keyed {
 #[inline]
 fn path_head(path: &[u8]) -> u32 {
     key(path.get(1..).unwrap_or_default())
-}
-
-/// The best of `best` and the rules of the bucket starting at
-/// `bucket[0]`, which are in precedence order and end at the first rule
-/// marked last.
-#[inline]
-fn best_in_bucket<'t>(
-    bucket: &'t [Keyed],
-    arena: &[u8],
-    path: &[u8],
-    head: u32,
-    best: Option<&'t Rule>,
-) -> Option<&'t Rule> {
-    for k in bucket {
-        let rule = &k.rule;
-        if best.is_some_and(|b| !rule.beats(b)) {
-            // Nothing after this in the bucket can win either.
-            return best;
-        }
-        if head & k.mask == k.head && rule.matches(arena, path) {
-            return Some(rule);
-        }
-        if rule.is_last() {
-            break;
-        }
-    }
-    best
 }
 
 /// A set's gram index, built on its first check.
@@ -770,7 +743,10 @@ impl Scan<'_, '_, '_> {
             self.seen[self.n_seen] = first;
             self.n_seen += 1;
         }
-        self.best = best_in_bucket(&self.rules[first as usize..], self.arena, self.path, self.head, self.best);
+        let (arena, path, head) = (self.arena, self.path, self.head);
+        let bucket = &self.rules[first as usize..];
+        self.best =
+            best_in_bucket(bucket, |k| &k.rule, |k| head & k.mask == k.head && k.rule.matches(arena, path), self.best);
         true
     }
 }

@@ -316,7 +316,7 @@ impl LiteralIndex {
                 }
                 let hl = finish(h, partial(path, at, l), l);
                 if let Some(first) = find(slots, rules, arena, hl, &path[..l]) {
-                    best = best_in_bucket(&rules[first..], arena, path, false, best);
+                    best = best_in_bucket(&rules[first..], |r| r, |r| r.matches_after_literal(arena, path), best);
                 }
             }
             // The next node's literals are longer than `at + 8`.

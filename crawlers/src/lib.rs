@@ -10,6 +10,7 @@
 
 pub mod import;
 pub mod lint;
+mod recent;
 
 use std::sync::OnceLock;
 
@@ -211,6 +212,9 @@ pub struct Catalogue {
     /// Token and extra words, each pointing at its crawler.
     words: Vec<(String, usize)>,
     finder: AhoCorasick,
+    /// Told apart from every other catalogue of the process (a copy
+    /// keeps it), so that [`recent`]'s answers are never another's.
+    id: u64,
 }
 
 impl Catalogue {
@@ -280,7 +284,9 @@ impl Catalogue {
             .match_kind(MatchKind::Standard)
             .build(words.iter().map(|(w, _)| w))
             .map_err(|e| CatalogueError::Shape { origin: origin.to_string(), message: e.to_string() })?;
-        Ok(Catalogue { crawlers: entries, words, finder })
+        static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Catalogue { crawlers: entries, words, finder, id })
     }
 
     /// This catalogue with `extra` added; an entry whose token is already
@@ -371,6 +377,20 @@ impl Catalogue {
     /// (`… Googlebot/2.1 … GPTBot/1.0`) is judged by the strictest of them,
     /// so that no crawler escapes its group by naming another as well.
     pub fn claims(&self, user_agent: &str) -> Claims<'_> {
+        let answer = recent::get(self.id, user_agent).unwrap_or_else(|| {
+            let answer = self.find_claims(user_agent);
+            recent::put(self.id, user_agent, &answer);
+            answer
+        });
+        let at = |w: u32| {
+            let (word, i) = &self.words[w as usize];
+            (&self.crawlers[*i], word.as_str())
+        };
+        Claims { first: answer.first.map(at), others: answer.others.into_iter().map(at).collect() }
+    }
+
+    /// [`Catalogue::claims`] as word indexes, found in the User-Agent.
+    fn find_claims(&self, user_agent: &str) -> recent::Answer {
         let bytes = user_agent.as_bytes();
         let word = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
         // (word index, length), the best per crawler; only a second crawler allocates.
@@ -393,24 +413,17 @@ impl Catalogue {
                 None => more.push((w, len)),
             }
         }
-        let Some(first) = best else { return Claims::default() };
+        let Some(first) = best else { return recent::Answer::default() };
+        if more.is_empty() {
+            return recent::Answer { first: Some(first.0 as u32), others: Vec::new() };
+        }
         // The longest word leads, as `claim` has always answered.
-        let mut all = Vec::new();
-        if !more.is_empty() {
-            all.push(first);
-            all.extend(more);
-            // Stable: of words as long, the one found first leads.
-            all.sort_by_key(|&(_, len)| std::cmp::Reverse(len));
-        }
-        let at = |(w, _): (usize, usize)| {
-            let (word, i) = &self.words[w];
-            (&self.crawlers[*i], word.as_str())
-        };
-        if all.is_empty() {
-            return Claims { first: Some(at(first)), others: Vec::new() };
-        }
-        let mut iter = all.into_iter().map(at);
-        Claims { first: iter.next(), others: iter.collect() }
+        let mut all = vec![first];
+        all.extend(more);
+        // Stable: of words as long, the one found first leads.
+        all.sort_by_key(|&(_, len)| std::cmp::Reverse(len));
+        let mut words = all.into_iter().map(|(w, _)| w as u32);
+        recent::Answer { first: words.next(), others: words.collect() }
     }
 
     /// The catalogued token nearest to `token` when `token` is not one but

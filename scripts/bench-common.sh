@@ -68,6 +68,34 @@ bench_proxy_location() {
 CONF
 }
 
+# bench_peer_http WORK WORKERS ORIGIN_PORT: the start of the peer nginx's
+# reverse-proxy config, up to its server blocks (the caller writes them
+# and the closing brace): WORKERS workers, no access log, keep-alive to the
+# origin at ORIGIN_PORT.
+bench_peer_http() {
+  cat <<CONF
+worker_processes $2;
+pid $1/nginx-proxy.pid;
+error_log $1/nginx-proxy-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  upstream origin { server 127.0.0.1:$3; keepalive 64; }
+CONF
+}
+
+# bench_gateways WORK NAME...: starts $bin on WORK/NAME.yaml for each NAME,
+# logging warnings to WORK/NAME.log, and adds their pids to `pids`.
+bench_gateways() {
+  local work=$1 g
+  shift
+  for g in "$@"; do
+    ROBOTSGATE_LOG=warn "$bin" --config "$work/$g.yaml" > /dev/null 2> "$work/$g.log" &
+    pids+=($!)
+  done
+}
+
 # bench_wait_store TRIES PORT...: waits, up to TRIES times 0.2 s a port,
 # until each gateway serves /robots.txt from its store rather than passing
 # it through, so that no line measures a gateway still starting.

@@ -47,16 +47,10 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
 chmod 644 "$work/key.pem" "$work/cert.pem"
 # Under callgrind, nginx runs as one process in the foreground, so that
 # valgrind's process is the one that serves.
-cat > "$work/nginx-proxy.conf" <<CONF
-${callgrind:+daemon off; master_process off;}
-worker_processes $threads;
-pid $work/nginx-proxy.pid;
-error_log $work/nginx-proxy-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  upstream origin { server 127.0.0.1:18801; keepalive 64; }
+{
+  [ -z "$callgrind" ] || echo 'daemon off; master_process off;'
+  bench_peer_http "$work" "$threads" 18801
+  cat <<CONF
   server {
     listen 127.0.0.1:18803;
     listen 127.0.0.1:18813 ssl http2;
@@ -67,6 +61,7 @@ $(bench_proxy_location)
   }
 }
 CONF
+} > "$work/nginx-proxy.conf"
 nginx -c "$work/nginx.conf"
 if [ -n "$callgrind" ]; then
   valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.nginx.%p" \

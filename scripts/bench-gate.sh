@@ -49,10 +49,7 @@ CONF
 gateway off 18900 18902 off > "$work/off.yaml"
 gateway hold 18910 18912 hold > "$work/hold.yaml"
 pids=()
-for g in off hold; do
-  ROBOTSGATE_LOG=warn "$bin" --config "$work/$g.yaml" > /dev/null 2> "$work/$g.log" &
-  pids+=($!)
-done
+bench_gateways "$work" off hold
 trap 'kill ${pids[*]} 2>/dev/null || true; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
 bench_wait_store 100 18900 18910
 

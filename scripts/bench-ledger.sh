@@ -67,10 +67,7 @@ gateway 18700 18702 "" > "$work/off.yaml"
 gateway 18710 18712 "  ledger: { flush: 10s, journal_mib: 0 }" > "$work/bare.yaml"
 gateway 18720 18722 "  ledger: { flush: 10s }" > "$work/journal.yaml"
 pids=()
-for g in off bare journal; do
-  ROBOTSGATE_LOG=warn "$bin" --config "$work/$g.yaml" > /dev/null 2> "$work/$g.log" &
-  pids+=($!)
-done
+bench_gateways "$work" off bare journal
 trap 'kill ${pids[*]} 2>/dev/null || true; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true' EXIT
 bench_wait_store 100 18700 18710 18720
 sleep 2   # the feeds

@@ -25,21 +25,16 @@ bench_origin "$work" 18601
 printf 'User-agent: *\nDisallow: /admin/\nDisallow: /cart\nAllow: /admin/help\n\nSitemap: https://shop.test/sitemap.xml\n' > "$work/www/robots.txt"
 # The peer proxy is a separate nginx, as robots-proxy is a separate process:
 # one nginx worker proxying to itself would skip the wake-ups a real hop costs.
-cat > "$work/nginx-proxy.conf" <<CONF
-worker_processes 1;
-pid $work/nginx-proxy.pid;
-error_log $work/nginx-proxy-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  upstream origin { server 127.0.0.1:18601; keepalive 64; }
+{
+  bench_peer_http "$work" 1 18601
+  cat <<CONF
   server {
     listen 127.0.0.1:18603;
 $(bench_proxy_location)
   }
 }
 CONF
+} > "$work/nginx-proxy.conf"
 pin=(); [ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
 "${pin[@]}" nginx -c "$work/nginx.conf"
 "${pin[@]}" nginx -c "$work/nginx-proxy.conf"

@@ -33,15 +33,9 @@ cd - > /dev/null
 bench_origin "$work" 18961 "listen 127.0.0.1:18963 ssl; ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem; ssl_protocols TLSv1.3; try_files \$uri /page.html;"
 printf 'User-agent: *\nDisallow: /cart\n' > "$work/www/robots.txt"
 nginx -c "$work/nginx.conf"
-cat > "$work/nginx-proxy.conf" <<CONF
-worker_processes 1;
-pid $work/nginx-proxy.pid;
-error_log $work/nginx-proxy-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  upstream origin { server 127.0.0.1:18963; keepalive 64; }
+{
+  bench_peer_http "$work" 1 18963
+  cat <<CONF
   server {
     listen 127.0.0.1:18962;
     location / {
@@ -59,6 +53,7 @@ http {
   }
 }
 CONF
+} > "$work/nginx-proxy.conf"
 nginx -c "$work/nginx-proxy.conf"
 gateway() { # PORT ADMIN FAST
   cat <<CONF
@@ -82,10 +77,7 @@ CONF
 gateway 18970 18972 true > "$work/fast.yaml"
 gateway 18980 18982 false > "$work/pipeline.yaml"
 pids=()
-for g in fast pipeline; do
-  ROBOTSGATE_LOG=warn "$bin" --config "$work/$g.yaml" > /dev/null 2> "$work/$g.log" &
-  pids+=($!)
-done
+bench_gateways "$work" fast pipeline
 trap 'kill ${pids[*]} 2>/dev/null || true; for c in nginx nginx-proxy; do nginx -c "$work/$c.conf" -s stop 2>/dev/null || true; done' EXIT
 bench_wait_store 100 18970 18980
 for p in 18962 18970 18980; do

@@ -254,11 +254,11 @@ fn seed() -> u64 {
 }
 
 /// Marks the last rule of each bucket; `starts` holds each bucket's first
-/// position, then the end.
-fn mark_ends(rules: &mut [Rule], starts: &[u32]) {
+/// position, then the end, and `rule` finds the rule at a position.
+fn mark_ends<T>(items: &mut [T], starts: &[u32], rule: impl Fn(&mut T) -> &mut Rule) {
     for w in starts.windows(2) {
         if w[1] > w[0] {
-            rules[w[1] as usize - 1].set_last();
+            rule(&mut items[w[1] as usize - 1]).set_last();
         }
     }
 }

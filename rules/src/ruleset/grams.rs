@@ -36,7 +36,7 @@ use std::sync::OnceLock;
 
 use crate::bytes::find_any;
 
-use super::{Rule, best_in_bucket, home, precedence, seed};
+use super::{Rule, best_in_bucket, home, mark_ends, precedence, seed};
 
 /// Distinct buckets a check tracks in a list before it tracks them in a
 /// bitmap of the set's rules. The list is zeroed on every check: at 64 that
@@ -455,11 +455,7 @@ impl Grams {
         for (r, k) in rules.iter_mut().zip(&keyed) {
             *r = k.1;
         }
-        for w in starts.windows(2) {
-            if w[1] > w[0] {
-                rules[w[1] as usize - 1].rule.set_last();
-            }
-        }
+        mark_ends(&mut rules, &starts, |k| &mut k.rule);
 
         let n_slots = keys.len() * 2 + 1;
         let mut table = vec![(0u32, EMPTY); n_slots];

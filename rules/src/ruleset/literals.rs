@@ -278,7 +278,7 @@ impl LiteralIndex {
                     bucket.sort_unstable_by(precedence);
                 }
             }
-            mark_ends(&mut grouped, &starts);
+            mark_ends(&mut grouped, &starts, |r| r);
             rules.copy_from_slice(&grouped);
             for s in table.iter_mut() {
                 if *s != EMPTY {

@@ -193,7 +193,14 @@ const FILTER_WORDS_MAX: usize = 1 << 14;
 /// of the gram.
 #[inline(always)]
 fn bit_of(filter: &[u64], h: u64) -> u64 {
-    (filter[(h >> 50) as usize & (filter.len() - 1)] >> ((h >> 44) & 63)) & 1
+    let (word, bit) = place_in(filter.len(), h);
+    (filter[word] >> bit) & 1
+}
+
+/// Where hash `h` is in a filter of `len` words: (word, bit).
+#[inline(always)]
+fn place_in(len: usize, h: u64) -> (usize, u64) {
+    ((h >> 50) as usize & (len - 1), (h >> 44) & 63)
 }
 
 /// Whether `filter` holds hash `h` (see [`bit_of`]).
@@ -204,8 +211,8 @@ fn has_hash(filter: &[u64], h: u64) -> bool {
 
 /// Adds hash `h` to `filter` (see [`bit_of`]).
 fn set_hash(filter: &mut [u64], h: u64) {
-    let len = filter.len();
-    filter[(h >> 50) as usize & (len - 1)] |= 1 << ((h >> 44) & 63);
+    let (word, bit) = place_in(filter.len(), h);
+    filter[word] |= 1 << bit;
 }
 
 /// A gram's hash: its product with the set's odd random multiplier, whose

@@ -297,16 +297,11 @@ impl Front {
         drop(body);
         let mut interim = false;
         loop {
-            let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
-            let mut resp = httparse::Response::new(&mut fields);
-            let Some(len) = parse_head(&mut resp, &from_origin, addr)? else {
+            let Some(OriginHead { len, status, response, head }) = head_from_origin(f, &from_origin, addr)? else {
                 more_head(&mut origin, &mut from_origin, wait, addr, interim).await?;
                 continue;
             };
-            let (status, response) = Response::judge(&resp, f.head_only, addr)?;
             let is_interim = (100..200).contains(&status);
-            let usage = if is_interim { None } else { f.site.content_usage.as_deref() };
-            let head = response.head_h2(&resp, usage).map_err(|e| Failure::Origin(502, format!("{addr}: {e}")))?;
             from_origin.advance(len);
             if is_interim {
                 // Interim responses (103 Early Hints) go on; the final one follows.
@@ -330,6 +325,36 @@ impl Front {
             return Ok(status);
         }
     }
+}
+
+/// An origin's response head, read.
+struct OriginHead {
+    /// Its length in the bytes read.
+    len: usize,
+    status: u16,
+    /// Its framing and what is relayed.
+    response: Response,
+    /// The head the client gets.
+    head: http::Response<()>,
+}
+
+/// The origin's response head, if `from_origin` holds all of it. Not part
+/// of the exchange's future: its field array (4 KiB) would be, and the
+/// future is moved whole when a stream starts.
+fn head_from_origin(
+    f: &Forward,
+    from_origin: &[u8],
+    addr: std::net::SocketAddr,
+) -> Result<Option<OriginHead>, Failure> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
+    let mut resp = httparse::Response::new(&mut fields);
+    let Some(len) = parse_head(&mut resp, from_origin, addr)? else {
+        return Ok(None);
+    };
+    let (status, response) = Response::judge(&resp, f.head_only, addr)?;
+    let usage = if (100..200).contains(&status) { None } else { f.site.content_usage.as_deref() };
+    let head = response.head_h2(&resp, usage).map_err(|e| Failure::Origin(502, format!("{addr}: {e}")))?;
+    Ok(Some(OriginHead { len, status, response, head }))
 }
 
 /// A stream's request body on its way to the origin.

@@ -24,13 +24,19 @@
 # rates under valgrind mean nothing). Deterministic: the same build and
 # requests give the same counts within a percent.
 # PROXY_BIN runs another build of robots-proxy instead of building.
+# BASE_BIN runs an earlier build beside it, everything on (TLS on port
+# 18870), measured after the gateway on each line it serves over TLS.
+#   LINES=h2 ROUNDS=4 BASE_BIN=… scripts/bench-deployed.sh 8 1
+# repeats the HTTP/2 lines four times: nginx, this build and the earlier
+# one take turns, so the machine's drift falls on all three alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
 threads=${2:-1}
 source scripts/setup.sh
 source scripts/bench-common.sh
-bench_ports_free 18800 18801 18802 18803 18810 18813 18820 18822 18830 18840 18842 18850
+bench_ports_free 18800 18801 18802 18803 18810 18813 18820 18822 18830 18840 18842 18850 \
+  ${BASE_BIN:+18860 18862 18870}
 callgrind=${CALLGRIND:-}
 bench_install nginx-light wrk nghttp2-client openssl ${callgrind:+valgrind}
 bench_proxy_bin
@@ -109,15 +115,23 @@ gateway all 18820 18830 18822 true "$all_proxy" "$all_site" > "$work/all.yaml"
 printf '%s\n' "$all_crawlers" >> "$work/all.yaml"
 gateway pipeline 18840 18850 18842 false "$all_proxy" "$all_site" > "$work/pipeline.yaml"
 printf '%s\n' "$all_crawlers" >> "$work/pipeline.yaml"
+if [ -n "${BASE_BIN:-}" ]; then
+  gateway base 18860 18870 18862 true "$all_proxy" "$all_site" > "$work/base.yaml"
+  printf '%s\n' "$all_crawlers" >> "$work/base.yaml"
+fi
 pids=()
 for g in plain all pipeline; do
   ROBOTSGATE_LOG=warn ${callgrind:+valgrind --tool=callgrind --callgrind-out-file=$work/callgrind.$g.%p} \
     "$bin" --config "$work/$g.yaml" > /dev/null 2> "$work/$g.log" &
   pids+=($!)
 done
+if [ -n "${BASE_BIN:-}" ]; then
+  ROBOTSGATE_LOG=warn "$BASE_BIN" --config "$work/base.yaml" > /dev/null 2> "$work/base.log" &
+  pids+=($!)
+fi
 trap 'kill ${pids[*]} ${nginx_vg:-} 2>/dev/null || true; for c in nginx nginx-proxy; do nginx -c "$work/$c.conf" -s stop 2>/dev/null || true; done' EXIT
 # Under valgrind a gateway starts tens of times slower.
-bench_wait_store "${callgrind:+1000}${callgrind:-100}" 18800 18820 18840
+bench_wait_store "${callgrind:+1000}${callgrind:-100}" 18800 18820 18840 ${BASE_BIN:+18860}
 sleep 2   # the feeds
 
 # The request mix (scripts/mix.lua): 80% browsers, 20% crawlers (verified,
@@ -236,16 +250,22 @@ for c in ${CONNS:-1 64}; do
   wrk_run "gateway everything on, pipeline, HTTP" http://127.0.0.1:18840/ "$c" "${pids[2]}"
   wrk_run "nginx, TLS 1.3, HTTP/1.1" https://127.0.0.1:18813/ "$c" "$nginx_pid"
   wrk_run "gateway everything on, TLS 1.3, HTTP/1.1" https://127.0.0.1:18830/ "$c" "${pids[1]}"
+  [ -z "${BASE_BIN:-}" ] || wrk_run "earlier build, everything on, TLS 1.3, HTTP/1.1" https://127.0.0.1:18870/ "$c" "${pids[3]}"
   h2_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c"
   h2_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c"
+  [ -z "${BASE_BIN:-}" ] || h2_run "earlier build, everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18870/page.html "$c"
 done
 # HTTP/2 as browsers use it: 1 connection with 1 stream, then 16
 # connections with 4 streams each; the pipeline's HTTP/2 beside them.
 # LINES=h2 runs only these.
-for cm in "1 1" "16 4"; do
-  read -r c m <<<"$cm"
-  h2_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c" "$m"
-  h2_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c" "$m"
-  h2_run "gateway everything on, pipeline, HTTP/2" https://127.0.0.1:18850/page.html "$c" "$m"
+for _ in $(seq 1 "${ROUNDS:-1}"); do
+  for cm in "1 1" "16 4"; do
+    read -r c m <<<"$cm"
+    h2_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c" "$m"
+    h2_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c" "$m"
+    [ -z "${BASE_BIN:-}" ] ||
+      h2_run "earlier build, everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18870/page.html "$c" "$m"
+    h2_run "gateway everything on, pipeline, HTTP/2" https://127.0.0.1:18850/page.html "$c" "$m"
+  done
 done
 curl -s -H 'Authorization: Bearer bench' http://127.0.0.1:18822/status | grep -o '"ledger":{[^}]*}' || true

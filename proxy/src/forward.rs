@@ -34,6 +34,7 @@ use crate::metrics::Path;
 use crate::pipeline::Pipeline;
 use crate::store::State;
 
+mod fields;
 mod streams;
 
 /// How long a client connection may sit between requests (Pingora's default too).
@@ -1023,8 +1024,7 @@ impl Response {
         let fields = out.headers_mut();
         for f in resp.headers.iter() {
             if self.relays(f.name, true) {
-                let name = http::HeaderName::from_bytes(f.name.as_bytes()).map_err(|e| format!("{}: {e}", f.name))?;
-                let value = http::HeaderValue::from_bytes(f.value).map_err(|e| format!("{}: {e}", f.name))?;
+                let (name, value) = self::fields::convert(f.name, f.value)?;
                 fields.append(name, value);
             }
         }

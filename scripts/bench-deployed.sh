@@ -269,3 +269,11 @@ for _ in $(seq 1 "${ROUNDS:-1}"); do
   done
 done
 curl -s -H 'Authorization: Bearer bench' http://127.0.0.1:18822/status | grep -o '"ledger":{[^}]*}' || true
+# Peak resident memory of each gateway over the run (and nginx's workers').
+names=(plain "everything on" pipeline "earlier build")
+for i in "${!pids[@]}"; do
+  printf 'peak RSS, %s: %s\n' "${names[$i]}" "$(awk '/^VmHWM/ {print $2, $3}' "/proc/${pids[$i]}/status" 2>/dev/null)"
+done
+for p in ${nginx_pid//,/ }; do
+  printf 'peak RSS, nginx worker: %s\n' "$(awk '/^VmHWM/ {print $2, $3}' "/proc/$p/status" 2>/dev/null)"
+done

@@ -25,11 +25,9 @@
 
 use std::io::IoSlice;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 
-use futures_util::task::AtomicWaker;
+use crate::noted::Noted;
 
 use pingora::protocols::Stream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -49,30 +47,9 @@ pub struct Coalesce<S = Stream> {
     unflushed: bool,
     /// The last read was pending.
     parked: bool,
-    /// Notes the wakes of the stream's reads.
-    wakes: Arc<ReadWakes>,
-    /// `wakes` as the waker the stream is polled with: made once, so that
-    /// the stream's registrations see the same waker every time.
-    waker: Waker,
-}
-
-/// The wakes of the stream a [`Coalesce`] reads: each sets `woken` and
-/// wakes the task that last read.
-#[derive(Debug, Default)]
-struct ReadWakes {
-    woken: AtomicBool,
-    task: AtomicWaker,
-}
-
-impl Wake for ReadWakes {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        // Noted before the task is woken: the read it retries must see it.
-        self.woken.store(true, Ordering::Release);
-        self.task.wake();
-    }
+    /// Notes the wakes of the stream's reads: it is polled with this
+    /// waker, which passes them on to the task that read last.
+    wakes: Noted,
 }
 
 impl Coalesce {
@@ -85,24 +62,19 @@ impl Coalesce {
 impl<S> Coalesce<S> {
     /// Wraps any stream (tests use an in-memory one).
     pub fn new(inner: S) -> Coalesce<S> {
-        let wakes = Arc::new(ReadWakes::default());
-        let waker = Waker::from(wakes.clone());
-        Coalesce { inner, scratch: Vec::new(), unflushed: false, parked: false, wakes, waker }
+        Coalesce { inner, scratch: Vec::new(), unflushed: false, parked: false, wakes: Noted::new(false) }
     }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Coalesce<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
         let this = &mut *self;
-        // The task to wake is the one reading now, whichever it is.
-        this.wakes.task.register(cx.waker());
-        // Registered first, then checked: a wake between the two is seen
-        // here, and one after wakes the task just registered.
-        if this.parked && !this.wakes.woken.load(Ordering::Acquire) {
+        // A read that found nothing is tried again only once the stream
+        // has woken the task since; `due` registers this task either way.
+        if !this.wakes.due(cx) && this.parked {
             return Poll::Pending;
         }
-        this.wakes.woken.store(false, Ordering::Release);
-        let polled = Pin::new(&mut this.inner).poll_read(&mut Context::from_waker(&this.waker), buf);
+        let polled = this.wakes.poll(|cx| Pin::new(&mut this.inner).poll_read(cx, buf));
         this.parked = polled.is_pending();
         polled
     }
@@ -170,6 +142,9 @@ crate::wrapped::forward_stream_traits!(Coalesce);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use std::task::{Wake, Waker};
     use tokio::io::AsyncWriteExt;
 
     /// Records each write it is given, and takes at most `take` bytes.
@@ -298,7 +273,7 @@ mod tests {
         // Woken by the stream (its registration) before the task reads
         // again: the read goes through.
         c.inner.fed.extend_from_slice(b"late");
-        c.wakes.clone().wake();
+        c.wakes.wake();
         assert_eq!(read(&mut c, &task), Poll::Ready(b"late".to_vec()));
     }
 

@@ -20,6 +20,7 @@ pub use robotsgate_identity as identity;
 pub mod journal;
 pub mod ledger;
 pub mod metrics;
+pub mod noted;
 pub mod origin;
 pub mod pipeline;
 pub mod proxied;

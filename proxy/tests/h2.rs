@@ -122,9 +122,9 @@ struct Outcome {
     goaway: bool,
 }
 
-/// Sends one request as stream 1 (`fields` in order, then `data` if any,
-/// the last frame ending the stream) and reads until the stream ends.
-fn exchange(addr: SocketAddr, fields: &[(&[u8], &[u8])], data: Option<&[u8]>) -> Outcome {
+/// Opens an h2 connection and sends one request as stream 1 (`fields` in
+/// order, then `data` if any, the last frame ending the stream).
+fn send_request(addr: SocketAddr, fields: &[(&[u8], &[u8])], data: Option<&[u8]>) -> SslStream<TcpStream> {
     let mut s = connect(addr, H2_H1);
     assert_eq!(s.ssl().selected_alpn_protocol(), Some(&b"h2"[..]));
     let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
@@ -135,13 +135,19 @@ fn exchange(addr: SocketAddr, fields: &[(&[u8], &[u8])], data: Option<&[u8]>) ->
         out.extend(frame(0, 0x1, 1, data));
     }
     s.write_all(&out).unwrap();
-    let mut got = Outcome::default();
+    s
+}
+
+/// Reads frames for up to eight seconds, acknowledging SETTINGS, and hands
+/// each other one to `each` (kind, flags, stream, payload) until it says
+/// stop. False when the connection ended or time ran out first.
+fn read_frames(s: &mut SslStream<TcpStream>, mut each: impl FnMut(u8, u8, u32, &[u8]) -> bool) -> bool {
     let mut buf = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(8);
     while Instant::now() < deadline {
         let mut chunk = [0u8; 16384];
         match s.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
+            Ok(0) | Err(_) => return false,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
         while buf.len() >= 9 {
@@ -153,26 +159,59 @@ fn exchange(addr: SocketAddr, fields: &[(&[u8], &[u8])], data: Option<&[u8]>) ->
             let stream = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]) & 0x7fff_ffff;
             let payload: Vec<u8> = buf[9..9 + len].to_vec();
             buf.drain(..9 + len);
-            match (kind, stream) {
-                (4, 0) if flags & 1 == 0 => s.write_all(&frame(4, 1, 0, &[])).unwrap(),
-                (7, 0) => {
-                    got.goaway = true;
-                    return got;
-                }
-                (1, 1) => got.answered = true,
-                (0, 1) => got.body.extend_from_slice(&payload),
-                (3, 1) => {
-                    got.reset = Some(u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]));
-                    return got;
-                }
-                _ => {}
-            }
-            if stream == 1 && flags & 1 == 1 && (kind == 0 || kind == 1) {
-                return got;
+            if (kind, stream) == (4, 0) && flags & 1 == 0 {
+                s.write_all(&frame(4, 1, 0, &[])).unwrap();
+            } else if each(kind, flags, stream, &payload) {
+                return true;
             }
         }
     }
+    false
+}
+
+/// Sends one request as stream 1 and reads until the stream ends.
+fn exchange(addr: SocketAddr, fields: &[(&[u8], &[u8])], data: Option<&[u8]>) -> Outcome {
+    let mut s = send_request(addr, fields, data);
+    let mut got = Outcome::default();
+    read_frames(&mut s, |kind, flags, stream, payload| {
+        match (kind, stream) {
+            (7, 0) => {
+                got.goaway = true;
+                return true;
+            }
+            (1, 1) => got.answered = true,
+            (0, 1) => got.body.extend_from_slice(payload),
+            (3, 1) => {
+                got.reset = Some(u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]));
+                return true;
+            }
+            _ => {}
+        }
+        stream == 1 && flags & 1 == 1 && (kind == 0 || kind == 1)
+    });
     got
+}
+
+#[test]
+fn a_stopping_gateway_sends_goaway_on_an_idle_h2_connection() {
+    // The gateway's own h2 path polls its connection only when asked: the
+    // stop must still reach the client as a GOAWAY, at once, not at the
+    // end of the grace period or the connection's idle limit.
+    for fast in [true, false] {
+        let g = start("h2-goaway", fast, None);
+        let mut s = send_request(g.tls, &fields(&get("/public/x", GOOGLEBOT)), None);
+        let mut answered = false;
+        let ended = read_frames(&mut s, |kind, flags, stream, _| {
+            answered |= (kind, stream) == (1, 1);
+            stream == 1 && flags & 1 == 1 && (kind == 0 || kind == 1)
+        });
+        assert!(ended && answered, "fast {fast}: no answer");
+        let stopped = Instant::now();
+        let _ = std::process::Command::new("kill").args(["-TERM", &g._proc.0.id().to_string()]).status();
+        let goaway = read_frames(&mut s, |kind, _, stream, _| (kind, stream) == (7, 0));
+        assert!(goaway, "fast {fast}: no GOAWAY after SIGTERM");
+        assert!(stopped.elapsed() < Duration::from_secs(5), "fast {fast}: GOAWAY after {:?}", stopped.elapsed());
+    }
 }
 
 fn get(path: &str, agent: &str) -> Vec<(Vec<u8>, Vec<u8>)> {

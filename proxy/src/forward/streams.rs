@@ -18,6 +18,7 @@
 //! `:authority` (RFC 9113 section 8.3.1). A gateway with a TLS origin
 //! keeps its HTTP/2 connections on the pipeline (`Front::process_new`).
 
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use crate::upstream::OriginConn;
@@ -36,6 +37,7 @@ use super::{
 };
 use crate::framing::{Body, content_length};
 use crate::metrics::Path;
+use crate::noted::Noted;
 
 /// Streams a client may have open at once (Pingora's and nginx's default
 /// is 100 and 128).
@@ -79,6 +81,13 @@ impl Front {
         }
         let mut running = FuturesUnordered::new();
         let mut idle = std::pin::pin!(tokio::time::sleep(KEEPALIVE));
+        // The connection is polled only when it asked to be: the task is
+        // also woken for the streams, the origin and the timers, and a poll
+        // of the connection with nothing to do cost a few thousand
+        // instructions, once or twice a request. A stream that sends wakes
+        // the connection (as `h2` does for streams on other tasks); an
+        // answer, or a call from outside a poll, marks it due.
+        let asked = Noted::new(true);
         loop {
             // Streams first: what they sent is flushed by the connection's
             // poll in the same pass, not after another wake-up.
@@ -89,7 +98,16 @@ impl Front {
                         idle.as_mut().reset(tokio::time::Instant::now() + KEEPALIVE);
                     }
                 }
-                accepted = h2.accept() => match accepted {
+                accepted = std::future::poll_fn(|cx| {
+                    if !asked.due(cx) {
+                        return Poll::Pending;
+                    }
+                    let polled = asked.poll(|cx| h2.poll_accept(cx));
+                    if polled.is_ready() {
+                        asked.mark();
+                    }
+                    polled
+                }) => match accepted {
                     Some(Ok((request, respond))) => running.push(self.stream(request, respond, conn, &edge)),
                     Some(Err(e)) => {
                         tracing::debug!(error = %e, "HTTP/2 connection ended");
@@ -100,10 +118,12 @@ impl Front {
                 () = idle.as_mut(), if running.is_empty() && !closing => {
                     closing = true;
                     h2.graceful_shutdown();
+                    asked.mark();
                 }
                 _ = watch.changed(), if !closing => {
                     closing = true;
                     h2.graceful_shutdown();
+                    asked.mark();
                 }
             }
         }

@@ -218,15 +218,29 @@ wrk_run() {
     "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" \
     "$(awk '$1=="99%" {print $2}' <<<"$out")" "${per:+; per request:$per}"
 }
-h2_run() { # LABEL URL CONNECTIONS [STREAMS per connection, 1]
-  local out m=${4:-1}
+h2_run() { # LABEL URL CONNECTIONS [STREAMS per connection, 1] [PID to count]
+  local out m=${4:-1} per=""
+  if [ -n "$perf_events" ] && [ -n "${5:-}" ]; then
+    perf stat -e "$perf_events" -x, -p "$5" -o "$work/perf.txt" -- sleep "$secs" &
+    local perf_pid=$!
+  fi
   # HTTP/2 names the host in :authority; a Host field that differs from it
   # is refused by the gateway (RFC 9113 section 8.3.1).
   out=$(h2load -c"$3" -m"$m" -D"$secs" -t"$(( $3 < 2 ? 1 : 2 ))" -H ':authority: shop.test' \
     -H 'User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0' "$2" 2>&1)
-  printf '%-44s %3s conns: %10s req/s, mean %8s, %s failed\n' "$1" "$3${4:+x$4}" \
+  if [ -n "${perf_pid:-}" ]; then
+    wait "$perf_pid" || true
+    local reqs
+    reqs=$(awk '/^requests:/ {print $8}' <<<"$out")
+    [ -n "$reqs" ] && [ "$reqs" -gt 0 ] && per=$(awk -F, -v r="$reqs" '
+      $3 == "instructions" { printf " %d instr", $1 / r }
+      $3 == "task-clock" { printf " %.1fus CPU", $1 * 1000 / r }
+      $3 == "raw_syscalls:sys_enter" { printf " %.2f syscalls", $1 / r }
+      $3 == "context-switches" { printf " %.2f cs", $1 / r }' "$work/perf.txt")
+  fi
+  printf '%-44s %3s conns: %10s req/s, mean %8s, %s failed%s\n' "$1" "$3${4:+x$4}" \
     "$(awk '/^finished in/ {print $4}' <<<"$out")" "$(awk '/^time for request:/ {print $6}' <<<"$out")" \
-    "$(awk '/^requests:/ {print $10}' <<<"$out")"
+    "$(awk '/^requests:/ {print $10}' <<<"$out")" "${per:+; per request:$per}"
 }
 # nginx serves from its workers; perf counts the processes it is given.
 nginx_pid=$(pgrep -d, -P "$(cat "$work/nginx-proxy.pid")")
@@ -261,11 +275,11 @@ done
 for _ in $(seq 1 "${ROUNDS:-1}"); do
   for cm in "1 1" "16 4"; do
     read -r c m <<<"$cm"
-    h2_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c" "$m"
-    h2_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c" "$m"
+    h2_run "nginx, TLS 1.3, HTTP/2" https://127.0.0.1:18813/page.html "$c" "$m" "$nginx_pid"
+    h2_run "gateway everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18830/page.html "$c" "$m" "${pids[1]}"
     [ -z "${BASE_BIN:-}" ] ||
-      h2_run "earlier build, everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18870/page.html "$c" "$m"
-    h2_run "gateway everything on, pipeline, HTTP/2" https://127.0.0.1:18850/page.html "$c" "$m"
+      h2_run "earlier build, everything on, TLS 1.3, HTTP/2" https://127.0.0.1:18870/page.html "$c" "$m" "${pids[3]}"
+    h2_run "gateway everything on, pipeline, HTTP/2" https://127.0.0.1:18850/page.html "$c" "$m" "${pids[2]}"
   done
 done
 curl -s -H 'Authorization: Bearer bench' http://127.0.0.1:18822/status | grep -o '"ledger":{[^}]*}' || true

@@ -21,7 +21,10 @@
 //!   the task since (the socket became readable, or writable for a TLS
 //!   read that must write): the stream is polled with a waker of this
 //!   wrapper's, which notes the wake and passes it on. A read tried
-//!   again without a wake would find what the last one found.
+//!   again without a wake would find what the last one found: nothing
+//!   below this wrapper keeps bytes a pending read left behind (OpenSSL
+//!   says pending only when no whole record has come, and it reads the
+//!   socket only when asked to).
 
 use std::io::IoSlice;
 use std::pin::Pin;

@@ -94,14 +94,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Coalesce<S> {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        self.unflushed = true;
         if bufs.iter().filter(|b| !b.is_empty()).nth(1).is_none() {
             // One buffer (or none): nothing to gather.
             let one = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &b[..]);
-            self.unflushed = true;
             return Pin::new(&mut self.inner).poll_write(cx, one);
         }
         let this = &mut *self;
-        this.unflushed = true;
         this.scratch.clear();
         for b in bufs {
             let room = GATHER_MAX - this.scratch.len();
@@ -145,9 +144,10 @@ crate::wrapped::forward_stream_traits!(Coalesce);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::noted::tests::Counted;
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
-    use std::task::{Wake, Waker};
+    use std::task::Waker;
     use tokio::io::AsyncWriteExt;
 
     /// Records each write it is given, and takes at most `take` bytes.
@@ -211,16 +211,6 @@ mod tests {
             buf.put_slice(&self.fed[..n]);
             self.fed.drain(..n);
             Poll::Ready(Ok(()))
-        }
-    }
-
-    /// A task's waker that counts its wakes.
-    #[derive(Default)]
-    struct Counted(std::sync::atomic::AtomicUsize);
-
-    impl Wake for Counted {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
         }
     }
 

@@ -76,13 +76,14 @@ impl Noted {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
 
-    /// A task's waker that counts its wakes.
+    /// A task's waker that counts its wakes (the stream wrapper's tests
+    /// use it too).
     #[derive(Default)]
-    struct Counted(AtomicUsize);
+    pub(crate) struct Counted(pub AtomicUsize);
 
     impl Wake for Counted {
         fn wake(self: Arc<Self>) {

@@ -187,9 +187,14 @@ fn exchange(addr: SocketAddr, fields: &[(&[u8], &[u8])], data: Option<&[u8]>) ->
             }
             _ => {}
         }
-        stream == 1 && flags & 1 == 1 && (kind == 0 || kind == 1)
+        ends_stream_1(kind, flags, stream)
     });
     got
+}
+
+/// Whether a frame ends stream 1: HEADERS or DATA with END_STREAM.
+fn ends_stream_1(kind: u8, flags: u8, stream: u32) -> bool {
+    stream == 1 && flags & 1 == 1 && (kind == 0 || kind == 1)
 }
 
 #[test]
@@ -203,7 +208,7 @@ fn a_stopping_gateway_sends_goaway_on_an_idle_h2_connection() {
         let mut answered = false;
         let ended = read_frames(&mut s, |kind, flags, stream, _| {
             answered |= (kind, stream) == (1, 1);
-            stream == 1 && flags & 1 == 1 && (kind == 0 || kind == 1)
+            ends_stream_1(kind, flags, stream)
         });
         assert!(ended && answered, "fast {fast}: no answer");
         let stopped = Instant::now();

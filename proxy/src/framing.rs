@@ -1,8 +1,10 @@
 //! Where an HTTP/1.1 message body ends, found while its bytes stream past,
 //! and the `Content-Length` values both request paths accept.
-//! The fast path relays bodies byte for byte (chunked stays chunked, with
-//! its extensions and trailers) and needs only to know where each message
-//! stops, so the connection can carry the next one.
+//! The fast path relays response bodies byte for byte (chunked stays
+//! chunked, with its extensions and trailers) and needs only to know where
+//! each message stops, so the connection can carry the next one. A chunked
+//! request body is read strictly ([`Body::chunked_request`]) and chunked
+//! afresh for the origin.
 
 /// A body's framing and how much of it is still to come.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +26,17 @@ impl Body {
     /// A chunked body, at its start.
     pub fn chunked() -> Body {
         Body::Chunked(Chunked::default())
+    }
+
+    /// A client's chunked request body, at its start. Read as strictly as
+    /// RFC 9112 section 7.1 writes it, where origins are read leniently: a
+    /// size line is hex digits, then optional whitespace that only `;` and
+    /// extensions or the line's end may follow (`5 5` is no size), and a
+    /// CR only ends a line. What a client meant is then never in doubt;
+    /// the origin gets the chunks afresh, without extensions or trailers,
+    /// so no reading of them can differ behind the gateway.
+    pub fn chunked_request() -> Body {
+        Body::Chunked(Chunked { state: State::default(), strict: true })
     }
 
     /// Takes the next bytes of the stream. Returns how many of them belong
@@ -54,7 +67,7 @@ impl Body {
 
     /// Whether the body is already complete (an empty fixed-length body).
     pub fn is_done(&self) -> bool {
-        matches!(self, Body::Length(0)) || matches!(self, Body::Chunked(Chunked { state: State::Done }))
+        matches!(self, Body::Length(0)) || matches!(self, Body::Chunked(Chunked { state: State::Done, .. }))
     }
 }
 
@@ -62,13 +75,16 @@ impl Body {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Chunked {
     state: State,
+    /// A client's body (see [`Body::chunked_request`]).
+    strict: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// In a chunk-size line: the size so far, whether a digit was seen,
-    /// whether the extensions have begun.
-    Size { size: u64, digit: bool, ext: bool },
+    /// whether the extensions have begun, whether whitespace followed the
+    /// digits, whether a CR was read.
+    Size { size: u64, digit: bool, ext: bool, space: bool, cr: bool },
     /// Inside chunk data: bytes left.
     Data(u64),
     /// After chunk data: expecting its line end.
@@ -81,7 +97,7 @@ enum State {
 
 impl Default for State {
     fn default() -> State {
-        State::Size { size: 0, digit: false, ext: false }
+        State::Size { size: 0, digit: false, ext: false, space: false, cr: false }
     }
 }
 
@@ -100,19 +116,23 @@ impl Chunked {
                     self.state = if left == 0 { State::DataEnd { cr: false } } else { State::Data(left) };
                     continue;
                 }
-                State::Size { size, digit, ext } => match b {
+                State::Size { size, digit, ext, space, cr } => match b {
                     b'\n' if !digit => return Err(Malformed),
                     b'\n' if size == 0 => State::Trailer(0),
                     b'\n' => State::Data(size),
-                    b'\r' => State::Size { size, digit, ext },
-                    _ if ext => State::Size { size, digit, ext },
-                    b';' | b' ' | b'\t' if digit => State::Size { size, digit, ext: true },
+                    _ if cr && self.strict => return Err(Malformed),
+                    b'\r' => State::Size { size, digit, ext, space, cr: true },
+                    _ if ext => State::Size { size, digit, ext, space, cr },
+                    b';' if digit => State::Size { size, digit, ext: true, space, cr },
+                    b' ' | b'\t' if digit && self.strict => State::Size { size, digit, ext, space: true, cr },
+                    b' ' | b'\t' if digit => State::Size { size, digit, ext: true, space, cr },
+                    _ if space => return Err(Malformed),
                     _ => {
                         let d = (b as char).to_digit(16).ok_or(Malformed)?;
                         if size > u64::MAX >> 4 {
                             return Err(Malformed);
                         }
-                        State::Size { size: size << 4 | u64::from(d), digit: true, ext }
+                        State::Size { size: size << 4 | u64::from(d), digit: true, ext, space, cr }
                     }
                 },
                 State::DataEnd { cr } => match b {
@@ -202,6 +222,51 @@ mod tests {
             assert_eq!(n, piece.len(), "an unfinished body takes every byte");
         }
         Ok(None)
+    }
+
+    /// A client's body: what a strict reading refuses, and what it still
+    /// takes, fed whole and a byte at a time; the content is what the
+    /// chunks carry.
+    #[test]
+    fn request_bodies_are_read_strictly() {
+        let refused: &[&[u8]] = &[
+            b"5 5\r\nhello\r\n0\r\n\r\n",
+            b"5\t5\r\nhello\r\n0\r\n\r\n",
+            b"5\r5\r\nhello\r\n0\r\n\r\n",
+            b"5;x=\"a\rb\"\r\nhello\r\n0\r\n\r\n",
+            b" 5\r\nhello\r\n0\r\n\r\n",
+            b"\r\nhello\r\n0\r\n\r\n",
+            b"0x5\r\nhello\r\n0\r\n\r\n",
+            b"10000000000000005\r\nhello\r\n0\r\n\r\n",
+            b"5\r\nhelloX\r\n0\r\n\r\n",
+        ];
+        for data in refused {
+            for step in [1, data.len()] {
+                let mut body = Body::chunked_request();
+                let got = data.chunks(step).try_for_each(|piece| body.take(piece).map(|_| ()));
+                assert_eq!(got, Err(Malformed), "{:?} in steps of {step}", String::from_utf8_lossy(data));
+            }
+        }
+        let taken: &[(&[u8], &[u8])] = &[
+            (b"5\r\nhello\r\n0\r\n\r\n", b"hello"),
+            (b"5\t\r\nhello\r\n0\r\n\r\n", b"hello"),
+            (b"5 ;a=b\r\nhello\r\n6;q\r\n world\r\n0\r\nX-T: 1\r\n\r\n", b"hello world"),
+            (b"5\nhello\n0\n\n", b"hello"),
+        ];
+        for (data, want) in taken {
+            for step in [1, data.len()] {
+                let mut body = Body::chunked_request();
+                let mut content = Vec::new();
+                let mut done = false;
+                for piece in data.chunks(step) {
+                    let (n, end) = body.take_with(piece, |c| content.extend_from_slice(c)).expect("taken");
+                    assert_eq!(n, piece.len());
+                    done = end;
+                }
+                assert!(done, "{:?}", String::from_utf8_lossy(data));
+                assert_eq!(&content, want, "{:?} in steps of {step}", String::from_utf8_lossy(data));
+            }
+        }
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Pingora's full proxy pipeline, as `ProxyHttp` hooks over the shared
 //! [`Gateway`]. It serves what the fast path (`forward`) hands over:
-//! HTTP/2, HTTP/1.0, upgrades, `Expect: 100-continue`, chunked request
-//! bodies, TLS origins and anything unusual, with Pingora's own handling
-//! of each. The hooks make the same decisions as the fast path, through
+//! HTTP/1.0, upgrades, other expectations and transfer codings, and
+//! anything unusual, with Pingora's own handling of each; and every
+//! request with `fast_path: false` (HTTP/2 and TLS origins included). The hooks make the same decisions as the fast path, through
 //! the same `Gateway` methods.
 
 use std::sync::Arc;

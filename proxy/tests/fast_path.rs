@@ -1,7 +1,8 @@
 //! The gateway's own HTTP/1.1 path, and what it hands to Pingora's pipeline,
 //! through the real `robots-proxy` binary: keep-alive and pipelined clients,
 //! pooled origin connections, bodies of every framing, interim responses,
-//! and the requests that go to the pipeline instead.
+//! and the requests that go to the pipeline instead (chunked uploads and
+//! `Expect` are in `uploads.rs`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -205,7 +206,7 @@ fn bodies_of_every_framing_are_relayed_and_the_connection_goes_on() {
 }
 
 #[test]
-fn unusual_requests_go_to_the_pipeline_with_the_bytes_already_read() {
+fn uploads_and_http_1_0_are_served_with_the_bytes_already_read() {
     let echo = Echo::start();
     let (_p, addr) = start("fast-handover", echo.addr, true);
 

@@ -403,3 +403,26 @@ fn h2_origin_failures_name_no_address() {
         assert!(!fast || body.contains("robots-proxy: the origin of shop could not be reached"), "{body}");
     }
 }
+
+/// An HTTP/2 upload with `Expect: 100-continue` gets the gateway's
+/// go-ahead at once (curl would otherwise wait out its 15 s), and the
+/// origin gets the body without the expectation. (It was refused with 400
+/// before the own path took `Expect`.)
+#[test]
+fn an_h2_upload_that_expects_100_gets_a_go_ahead() {
+    let g = start("h2-expect", true, None);
+    let port = g.tls.port();
+    let began = Instant::now();
+    let out = std::process::Command::new("curl")
+        .args(["-sk", "-v", "--http2", "--max-time", "30", "--expect100-timeout", "15"])
+        .args(["--resolve", &format!("shop.test:{port}:127.0.0.1"), "-H", "Expect: 100-continue"])
+        .args(["--data-binary", "hello", &format!("https://shop.test:{port}/waiting")])
+        .output()
+        .expect("curl runs");
+    let (said, trace) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains(&format!("body=5/{} ", b"hello".iter().map(|&b| u64::from(b)).sum::<u64>())), "{said}");
+    assert!(trace.contains("< HTTP/2 100"), "no go-ahead: {trace}");
+    assert!(began.elapsed() < Duration::from_secs(10), "curl waited for a go-ahead: {:?}", began.elapsed());
+    let head = g.origin.heads().into_iter().find(|h| h.starts_with("POST /waiting ")).expect("forwarded");
+    assert!(!head.to_ascii_lowercase().contains("\nexpect:"), "{head}");
+}

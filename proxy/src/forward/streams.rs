@@ -281,7 +281,8 @@ impl Front {
             Err(Failure::Stalled) => {
                 send_answer(&mut respond, &answer(408, b"robots-proxy: request body stalled\n", false))
             }
-            Err(Failure::Broken) => {
+            // A stream's body has no chunks to break.
+            Err(Failure::Broken | Failure::BadBody) => {
                 respond.send_reset(h2::Reason::INTERNAL_ERROR);
                 0
             }
@@ -308,7 +309,7 @@ impl Front {
                 &f.site,
                 addr,
                 &f.head,
-                &mut StreamBody { body: &mut body, upload },
+                &mut StreamBody { body: &mut body, upload, go_ahead: f.expects.then_some(&mut *respond) },
                 f.idempotent,
                 &mut from_origin,
                 wait,
@@ -381,6 +382,9 @@ fn head_from_origin(
 struct StreamBody<'b> {
     body: &'b mut RecvStream,
     upload: Upload,
+    /// The client sent `Expect: 100-continue`: it gets `100 Continue`
+    /// here, once the origin has the head (`Expect` is not forwarded).
+    go_ahead: Option<&'b mut SendResponse<Bytes>>,
 }
 
 impl super::RequestBody for StreamBody<'_> {
@@ -389,6 +393,10 @@ impl super::RequestBody for StreamBody<'_> {
     }
 
     async fn send(&mut self, origin: &mut OriginConn, wait: &mut Wait<'_>) -> Result<(), Failure> {
+        if let Some(respond) = self.go_ahead.take() {
+            let head = http::Response::builder().status(http::StatusCode::CONTINUE).body(());
+            respond.send_informational(head.map_err(|_| Failure::Broken)?).map_err(|_| Failure::Broken)?;
+        }
         let chunked = self.upload == Upload::Chunked;
         loop {
             // A body that pauses past the client limit holds a stream and

@@ -32,6 +32,18 @@ pub fn spawn_proxy(cfg: &Path, addrs: &[SocketAddr]) -> Proc {
 /// and its listening address.
 #[allow(dead_code)] // Not every suite that shares this module needs it.
 pub fn start_enforcing(name: &str, origin: SocketAddr, fast_path: bool, timeouts: &str) -> (Proc, SocketAddr) {
+    let (proc, addr, _admin) = start_enforcing_admin(name, origin, fast_path, timeouts);
+    (proc, addr)
+}
+
+/// [`start_enforcing`], with the admin listener's address (`/metrics`).
+#[allow(dead_code)] // Not every suite that shares this module needs it.
+pub fn start_enforcing_admin(
+    name: &str,
+    origin: SocketAddr,
+    fast_path: bool,
+    timeouts: &str,
+) -> (Proc, SocketAddr, SocketAddr) {
     let dir = temp_dir(name);
     let (listen, admin) = (free_port(), free_port());
     let yaml = format!(
@@ -56,7 +68,8 @@ sites:
     let cfg = dir.join("config.yaml");
     std::fs::write(&cfg, yaml).expect("config");
     let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().expect("address");
-    (spawn_proxy(&cfg, &[addr]), addr)
+    let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().expect("address");
+    (spawn_proxy(&cfg, &[addr, admin]), addr, admin)
 }
 
 /// `robots-monitor`, built beside this package's binary by `cargo test

@@ -709,14 +709,23 @@ impl Front {
     ) -> Result<(u16, bool), Failure> {
         let Reply { from_origin, head } = reply;
         let addr = f.site.origin.addr().await.map_err(|e| Failure::Origin(502, e))?;
-        // The body bytes already read go out with the head; a chunked
-        // body's are read again, as chunks.
-        let early = if f.chunked { 0 } else { buf.len().min(usize::try_from(f.body).unwrap_or(usize::MAX)) };
-        request.extend_from_slice(&buf[..early]);
-        buf.advance(early);
-        let rest = if f.chunked { Body::chunked_request() } else { Body::Length(f.body - early as u64) };
         // A client that has begun its body, or has none, needs no go-ahead.
         let continue_first = f.expects && (f.chunked || f.body > 0) && buf.is_empty();
+        // The body bytes already read go out with the head: counted, or
+        // chunked afresh. A chunked body that is all here is then no
+        // different from a counted one, and a broken one never reaches the
+        // origin.
+        let rest = if f.chunked {
+            let mut chunks = Body::chunked_request();
+            let (n, done) = upload::rechunk(&mut chunks, buf, &mut request)?;
+            buf.advance(n);
+            if done { Body::Length(0) } else { chunks }
+        } else {
+            let early = buf.len().min(usize::try_from(f.body).unwrap_or(usize::MAX));
+            request.extend_from_slice(&buf[..early]);
+            buf.advance(early);
+            Body::Length(f.body - early as u64)
+        };
         let mut body = ClientBody { client: &mut *client, buf: &mut *buf, rest, continue_first };
         let mut origin = self.ask(&f.site, addr, &request, &mut body, f.idempotent, from_origin, wait).await?;
         let mut sent_interim = false;

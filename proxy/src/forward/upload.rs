@@ -25,8 +25,8 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// An HTTP/1.1 request's body still to come from the client.
 pub(super) struct ClientBody<'c> {
     pub client: &'c mut Stream,
-    /// Bytes read from the client and not relayed yet: empty on entry for
-    /// a length, possibly the body's first bytes for chunks.
+    /// Bytes read from the client and not relayed yet (empty on entry: what
+    /// was read with the head went out with it).
     pub buf: &'c mut BytesMut,
     /// [`Body::Length`] or [`Body::chunked_request`].
     pub rest: Body,
@@ -88,9 +88,28 @@ async fn copy_exact(
     Ok(())
 }
 
-/// Copies a chunked body from the client to the origin as fresh chunks,
-/// one for each run of content a read brings, then the last chunk. The
-/// client's bytes after its body stay in `buf`: the next request.
+/// Reads the chunked body's next bytes from `input` and appends them to
+/// `out` as fresh chunks, one for each run of content, with the last chunk
+/// once the body is through. Returns how many bytes of `input` were the
+/// body's and whether it is through; what follows is the next request.
+pub(super) fn rechunk(body: &mut Body, input: &[u8], out: &mut Vec<u8>) -> Result<(usize, bool), Failure> {
+    let (n, done) = body
+        .take_with(input, |content| {
+            // Writing to a Vec cannot fail.
+            let _ = write!(out, "{:x}\r\n", content.len());
+            out.extend_from_slice(content);
+            out.extend_from_slice(b"\r\n");
+        })
+        .map_err(|_| Failure::BadBody)?;
+    if done {
+        out.extend_from_slice(b"0\r\n\r\n");
+    }
+    Ok((n, done))
+}
+
+/// Copies a chunked body from the client to the origin as fresh chunks.
+/// The client's bytes after its body stay in `buf` (empty on entry): the
+/// next request.
 async fn copy_chunks(
     client: &mut Stream,
     origin: &mut OriginConn,
@@ -102,18 +121,8 @@ async fn copy_chunks(
     loop {
         if !buf.is_empty() {
             out.clear();
-            let (n, done) = body
-                .take_with(buf, |content| {
-                    // Writing to a Vec cannot fail.
-                    let _ = write!(out, "{:x}\r\n", content.len());
-                    out.extend_from_slice(content);
-                    out.extend_from_slice(b"\r\n");
-                })
-                .map_err(|_| Failure::BadBody)?;
+            let (n, done) = rechunk(body, buf, &mut out)?;
             buf.advance(n);
-            if done {
-                out.extend_from_slice(b"0\r\n\r\n");
-            }
             if !out.is_empty() {
                 origin.write_all(&out).await.map_err(|_| Failure::Broken)?;
             }

@@ -165,6 +165,10 @@ struct Forward {
     /// The client sent `Expect: 100-continue`: it may wait for `100
     /// Continue` before it sends its body.
     expects: bool,
+    /// An HTTP/1.0 client: no 1xx responses (RFC 9110 section 15.2), no
+    /// chunked ones (a chunked body is sent decoded, ended by the close),
+    /// and the connection closes after its one response.
+    old: bool,
     /// A HEAD request: the response has no body, whatever it declares.
     head_only: bool,
     /// Sending it twice means the same as once (RFC 9110 section 9.2.2).
@@ -474,13 +478,17 @@ impl Front {
         let (method, target) = (req.method?, req.path?);
         // A `#` cannot stand in a request target (RFC 9112 section 3.2);
         // the pipeline drops it and what follows, as the origin must not see it.
-        if req.version != Some(1) || method == "CONNECT" || !target.starts_with('/') || target.contains('#') {
+        let old = req.version == Some(0);
+        if !(req.version == Some(1) || old) || method == "CONNECT" || !target.starts_with('/') || target.contains('#') {
             return None;
         }
         let (mut host, mut agent, mut if_none_match, mut length) = (None, "", None, None);
         let (mut chunked, mut expects) = (false, false);
         let mut forwarded_for = None;
-        let mut close = closing;
+        // An HTTP/1.0 connection is closed after each response: keeping it
+        // would need `Connection: keep-alive` on every answer, for clients
+        // that are mostly old tools and probes.
+        let mut close = closing || old;
         for f in req.headers.iter() {
             let name = f.name;
             if name.eq_ignore_ascii_case("host") {
@@ -531,11 +539,13 @@ impl Front {
                 return None;
             }
         }
-        // Both framings: the pipeline refuses it and closes (RFC 9112
-        // section 6.1).
-        if chunked && length.is_some() {
+        // Both framings, or chunked from HTTP/1.0: the pipeline refuses it
+        // and closes (RFC 9112 section 6.1).
+        if chunked && (length.is_some() || old) {
             return None;
         }
+        // An HTTP/1.0 client's `Expect` is ignored (RFC 9110 section 10.1.1).
+        let expects = expects && !old;
         let body = length.unwrap_or(0);
         // An answered request's body is never read, so the connection ends
         // after the answer rather than take that body for the next request.
@@ -634,6 +644,7 @@ impl Front {
             body,
             chunked,
             expects,
+            old,
             head_only,
             idempotent,
             close,
@@ -740,8 +751,14 @@ impl Front {
             let interim = (100..200).contains(&status);
             let close = !interim && (f.close || matches!(response.body, Body::UntilClose));
             let usage = if interim { None } else { f.site.content_usage.as_deref() };
-            response.head(&resp, close, usage, head);
+            // An HTTP/1.0 client cannot read chunks: it gets the content,
+            // ended by the close (`f.close`).
+            let decoded = f.old && matches!(response.body, Body::Chunked(_));
+            response.head(&resp, close, usage, decoded, head);
             from_origin.advance(len);
+            if interim && f.old {
+                continue;
+            }
             if interim {
                 // Interim responses (103 Early Hints) go on; the final one follows.
                 client.write_all(head).await.map_err(|_| Failure::Broken)?;
@@ -750,7 +767,7 @@ impl Front {
                 continue;
             }
             let origin_keeps = response.keep_alive;
-            let clean = relay_body(&mut origin, client, head, from_origin, wait, response.body).await?;
+            let clean = relay_body(&mut origin, client, head, from_origin, wait, response.body, decoded).await?;
             if origin_keeps && clean {
                 f.site.upstream.put(addr, origin);
             }
@@ -903,7 +920,8 @@ fn origin_error(addr: std::net::SocketAddr, e: &std::io::Error) -> Failure {
 
 /// Relays the response: `head`, then the body; `from_origin` holds the
 /// bytes already read past the head. Returns whether the origin connection
-/// ended cleanly at the body's end (and may be reused).
+/// ended cleanly at the body's end (and may be reused). With `decoded`, a
+/// chunked body goes as its content alone (for an HTTP/1.0 client).
 ///
 /// The head and the body bytes already read go out in one write: over TLS
 /// each write is a record of its own, and OpenSSL's per-record work was
@@ -916,15 +934,21 @@ async fn relay_body(
     from_origin: &mut BytesMut,
     wait: &mut Wait<'_>,
     mut body: Body,
+    decoded: bool,
 ) -> Result<bool, Failure> {
     let mut done = body.is_done();
     let mut surplus = false;
     if !done && !from_origin.is_empty() {
-        let (n, end) = body.take(from_origin).map_err(|_| Failure::Broken)?;
-        head.extend_from_slice(&from_origin[..n]);
+        let (n, end) = if decoded {
+            body.take_with(from_origin, |content| head.extend_from_slice(content))
+        } else {
+            body.take(from_origin).inspect(|&(n, _)| head.extend_from_slice(&from_origin[..n]))
+        }
+        .map_err(|_| Failure::Broken)?;
         from_origin.advance(n);
         done = end;
     }
+    let mut content = Vec::new();
     client.write_all(head).await.map_err(|_| Failure::Broken)?;
     surplus |= !from_origin.is_empty();
     client.flush().await.map_err(|_| Failure::Broken)?;
@@ -937,8 +961,16 @@ async fn relay_body(
             }
             return Err(Failure::Broken);
         }
-        let (n, end) = body.take(from_origin).map_err(|_| Failure::Broken)?;
-        client.write_all(&from_origin[..n]).await.map_err(|_| Failure::Broken)?;
+        let (n, end) = if decoded {
+            content.clear();
+            let taken = body.take_with(from_origin, |c| content.extend_from_slice(c)).map_err(|_| Failure::Broken)?;
+            client.write_all(&content).await.map_err(|_| Failure::Broken)?;
+            taken
+        } else {
+            let taken = body.take(from_origin).map_err(|_| Failure::Broken)?;
+            client.write_all(&from_origin[..taken.0]).await.map_err(|_| Failure::Broken)?;
+            taken
+        };
         client.flush().await.map_err(|_| Failure::Broken)?;
         surplus |= n < from_origin.len();
         done = end;
@@ -1016,15 +1048,15 @@ impl Response {
     }
 
     /// Whether a field of the origin's head goes on to the client. Over
-    /// HTTP/2 (`h2`) the body goes without its transfer coding, so the
-    /// coding's field goes too.
-    fn relays(&self, name: &str, h2: bool) -> bool {
+    /// HTTP/2, and to an HTTP/1.0 client, the body goes without its
+    /// transfer coding (`decoded`), so the coding's field goes too.
+    fn relays(&self, name: &str, decoded: bool) -> bool {
         let coding = name.eq_ignore_ascii_case("transfer-encoding");
         !(hop_by_hop(name)
             // Written once after the fields; with a transfer coding the
             // length is the coding's (RFC 9112 section 6.3).
             || name.eq_ignore_ascii_case("content-length")
-            || (coding && h2)
+            || (coding && decoded)
             // Over HTTP/1.1 the body is relayed in its coding, so the
             // coding stays named.
             || (!coding && self.listed.iter().any(|l| l.eq_ignore_ascii_case(name))))
@@ -1061,13 +1093,20 @@ impl Response {
     /// `usage` is the site's AI policy's `Content-Usage`, added unless the
     /// origin sent its own. Written over `out`, whose allocation a
     /// connection keeps from one response to the next.
-    fn head(&self, resp: &httparse::Response<'_, '_>, close: bool, usage: Option<&str>, out: &mut Vec<u8>) {
+    fn head(
+        &self,
+        resp: &httparse::Response<'_, '_>,
+        close: bool,
+        usage: Option<&str>,
+        decoded: bool,
+        out: &mut Vec<u8>,
+    ) {
         out.clear();
         let _ = write!(out, "HTTP/1.1 {} ", resp.code.unwrap_or(0));
         out.extend_from_slice(resp.reason.unwrap_or("").as_bytes());
         out.extend_from_slice(b"\r\n");
         for f in resp.headers.iter() {
-            if self.relays(f.name, false) {
+            if self.relays(f.name, decoded) {
                 push_field(out, f.name, f.value);
             }
         }

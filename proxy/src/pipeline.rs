@@ -237,12 +237,21 @@ impl ProxyHttp for Pipeline {
 
     /// The site's AI policy adds its `Content-Usage` header unless the
     /// origin sent one.
+    /// An HTTP/1.0 client gets no chunked answer (RFC 9112 section 6.1):
+    /// without the coding's field Pingora writes the content as it
+    /// decodes it, ended by the close, as the fast path does.
     async fn response_filter(
         &self,
-        _session: &mut Session,
+        session: &mut Session,
         upstream_response: &mut ResponseHeader,
         ctx: &mut Self::CTX,
     ) -> Result<()> {
+        if session.req_header().version < http::Version::HTTP_11
+            && upstream_response.headers.contains_key(http::header::TRANSFER_ENCODING)
+        {
+            upstream_response.remove_header(&http::header::TRANSFER_ENCODING);
+            upstream_response.insert_header(http::header::CONNECTION, "close")?;
+        }
         if let Some(usage) = ctx.site.as_ref().and_then(|s| s.content_usage.as_deref())
             && upstream_response.headers.get("content-usage").is_none()
             && upstream_response.status.as_u16() >= 200

@@ -1,10 +1,11 @@
-//! Request bodies the gateway's own path takes now, where Pingora's
-//! pipeline took them before: chunked uploads and `Expect: 100-continue`.
-//! Through the real binary, on the fast path and on the pipeline alone:
-//! bodies sent a few bytes at a time, extensions and trailers, a request
-//! pipelined after the body, a go-ahead for each waiting client and none
-//! for a request the gateway answers itself, a broken or stalled body, and
-//! `/metrics` to show which path served them.
+//! Requests the gateway's own path takes now, where Pingora's pipeline
+//! took them before: chunked uploads, `Expect: 100-continue` and HTTP/1.0
+//! clients. Through the real binary, on the fast path and on the pipeline
+//! alone: bodies sent a few bytes at a time, extensions and trailers, a
+//! request pipelined after the body, a go-ahead for each waiting client
+//! and none for a request the gateway answers itself, a broken or stalled
+//! body, an HTTP/1.0 client's chunked answer, and `/metrics` to show which
+//! path served them.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -185,7 +186,10 @@ fn a_request_the_gateway_refuses_gets_no_go_ahead_and_its_body_is_never_read() {
             assert!(head.contains("connection: close"), "fast {fast}: {framing}: {head}");
             assert!(closed(&mut s), "fast {fast}: {framing}: the connection stayed open for a body");
         }
-        assert!(!echo.heads().iter().any(|h| h.contains("/private/")), "fast {fast}: a refused request got through");
+        assert!(
+            !echo.heads().iter().any(|h| h.contains("/private/form")),
+            "fast {fast}: a refused request got through"
+        );
     }
 }
 
@@ -205,7 +209,10 @@ fn a_broken_or_stalled_chunked_body_ends_the_connection() {
     let (status, _, body) = response(&mut s).expect("an answer");
     assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
     assert!(closed(&mut s), "the connection stayed open after a broken body");
-    assert!(!echo.heads().iter().any(|h| h.contains("/private/")), "a request hidden after a broken body got through");
+    assert!(
+        !echo.heads().iter().any(|h| h.contains("/private/hidden")),
+        "a request hidden after a broken body got through"
+    );
 
     // A body that stops midway: 408 after `client_timeout` (1 s).
     let mut s = connect(addr);
@@ -214,4 +221,56 @@ fn a_broken_or_stalled_chunked_body_ends_the_connection() {
     let (status, _, _) = response(&mut s).expect("an answer");
     assert_eq!(status, 408);
     assert!(began.elapsed() < Duration::from_secs(5), "took {:?}", began.elapsed());
+}
+
+/// Everything an HTTP/1.0 client (`ab`, old tools and probes) gets, on both
+/// paths: no 1xx, a chunked answer as its content ended by the close, and
+/// one response a connection, keep-alive asked or not.
+#[test]
+fn http_1_0_clients_get_what_they_can_read() {
+    for fast in [true, false] {
+        let (_p, addr, admin, _echo) = start("http-1-0", fast);
+        let read_all = |raw: &[u8]| {
+            let mut s = connect(addr);
+            s.write_all(raw).unwrap();
+            let mut all = Vec::new();
+            let _ = s.read_to_end(&mut all);
+            String::from_utf8_lossy(&all).to_string()
+        };
+        // The echo origin answers `/chunked` in three chunks and a trailer.
+        let all = read_all(b"GET /chunked HTTP/1.0\r\nHost: shop.test\r\n\r\n");
+        let (head, body) = all.split_once("\r\n\r\n").expect("a head");
+        let lower = head.to_ascii_lowercase();
+        assert!(head.starts_with("HTTP/1.1 200 ") || head.starts_with("HTTP/1.0 200 "), "fast {fast}: {all}");
+        assert!(!lower.contains("transfer-encoding"), "fast {fast}: chunked to HTTP/1.0: {head}");
+        assert!(body.starts_with("GET /chunked ") && body.ends_with("\n!"), "fast {fast}: {body:?}");
+
+        // Interim answers are dropped. The own path closes after one
+        // response even when keep-alive is asked (it may; Pingora keeps it).
+        let raw = b"GET /hints HTTP/1.0\r\nHost: shop.test\r\nConnection: keep-alive\r\n\r\n";
+        let all = if fast {
+            read_all(&[&raw[..], b"GET /second HTTP/1.0\r\nHost: shop.test\r\n\r\n"].concat())
+        } else {
+            read_all(b"GET /hints HTTP/1.0\r\nHost: shop.test\r\n\r\n")
+        };
+        assert!(!all.contains(" 103 ") && all.contains("GET /hints "), "fast {fast}: {all}");
+        if fast {
+            assert!(all.matches("HTTP/1.").count() == 1 && !all.contains("GET /second "), "{all}");
+            assert!(all.to_ascii_lowercase().contains("connection: close"), "{all}");
+        }
+
+        // A body by length, an ignored `Expect`, and robots.txt from the store.
+        let all = read_all(
+            b"POST /form HTTP/1.0\r\nHost: shop.test\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\ndata",
+        );
+        assert!(!all.contains(" 100 ") && all.contains(&format!("body=4/{} ", sum(b"data"))), "fast {fast}: {all}");
+        let all = read_all(b"GET /robots.txt HTTP/1.0\r\nHost: shop.test\r\n\r\n");
+        assert!(all.ends_with(ROBOTS) && all.to_ascii_lowercase().contains("x-robots-source:"), "fast {fast}: {all}");
+        // Googlebot is still refused what robots.txt disallows.
+        let all = read_all(b"GET /private/x HTTP/1.0\r\nHost: shop.test\r\nUser-Agent: Googlebot/2.1\r\n\r\n");
+        assert!(all.starts_with("HTTP/1.1 403 "), "fast {fast}: {all}");
+        if fast {
+            assert_eq!(metric(admin, PIPELINE), 0.0, "the pipeline served an HTTP/1.0 client");
+        }
+    }
 }

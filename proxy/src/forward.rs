@@ -4,10 +4,11 @@
 //! passed through byte for byte, to plain-HTTP and TLS origins alike.
 //! Chunked uploads are read strictly and chunked afresh for the origin, and
 //! `Expect: 100-continue` is answered here once the origin has the head
-//! (`upload`). Anything unusual (HTTP/1.0, upgrades, other expectations and
-//! codings, malformed requests) is handed, with the bytes already read, to
-//! Pingora's full pipeline (`pipeline`), which keeps the connection from
-//! then on.
+//! (`upload`). An HTTP/1.0 client gets no 1xx and no chunks, and one
+//! response a connection. Anything unusual (a 1.0 request without `Host`,
+//! upgrades, other expectations and codings, malformed requests) is
+//! handed, with the bytes already read, to Pingora's full pipeline
+//! (`pipeline`), which keeps the connection from then on.
 //!
 //! Why: a proxied request through Pingora's pipeline cost about 100,000
 //! instructions on this machine, nginx as a reverse proxy 21,800; the hop's

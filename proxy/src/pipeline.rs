@@ -1,8 +1,9 @@
 //! Pingora's full proxy pipeline, as `ProxyHttp` hooks over the shared
 //! [`Gateway`]. It serves what the fast path (`forward`) hands over:
-//! HTTP/1.0, upgrades, other expectations and transfer codings, and
-//! anything unusual, with Pingora's own handling of each; and every
-//! request with `fast_path: false` (HTTP/2 and TLS origins included). The hooks make the same decisions as the fast path, through
+//! upgrades, other expectations and transfer codings, HTTP/1.0 without
+//! `Host`, and anything unusual, with Pingora's own handling of each; and
+//! every request with `fast_path: false` (HTTP/2, HTTP/1.0 and TLS origins
+//! included). The hooks make the same decisions as the fast path, through
 //! the same `Gateway` methods.
 
 use std::sync::Arc;

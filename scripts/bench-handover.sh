@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Uploads through the gateway, with nginx in the same run: a 1 KiB POST
-# with a Content-Length and the same body chunked, through the gateway's
-# own path, through Pingora's pipeline (the same build with
-# `fast_path: false`, where chunked uploads went before), through nginx
-# as a reverse proxy, and to the nginx origin directly. Prints req/s,
-# latency and the serving process's CPU a request (`perf stat`
-# task-clock).
-#   scripts/bench-uploads.sh [SECONDS=10] [ROUNDS=2]
+# The requests the gateway used to hand to Pingora's pipeline, with nginx
+# in the same run: a 1 KiB POST with a Content-Length and the same body
+# chunked, and an HTTP/1.0 GET (one request a connection), through the
+# gateway's own path, through Pingora's pipeline (the same build with
+# `fast_path: false`, where they went before), through nginx as a reverse
+# proxy, and to the nginx origin directly. Prints req/s, latency and the
+# serving process's CPU a request (`perf stat` task-clock).
+#   scripts/bench-handover.sh [SECONDS=10] [ROUNDS=2]
 # CONNS sets the connection counts (default "1 64"); PROXY_BIN runs
 # another build; BASE_BIN adds an earlier build's gateway (own path).
 set -euo pipefail
@@ -85,6 +85,10 @@ local r = "POST /upload HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunke
   string.rep("u", 512) .. "\r\n200;part=2\r\n" .. string.rep("u", 512) .. "\r\n0\r\n\r\n"
 function request() return r end
 LUA
+cat > "$work/http10.lua" <<'LUA'
+local r = "GET /page HTTP/1.0\r\nHost: shop.test\r\n\r\n"
+function request() return r end
+LUA
 for port in 18922 18924 ${BASE_BIN:+18926}; do
   curl -s -o /dev/null -w "check $port: %{http_code}\n" -H 'Host: shop.test' -H 'Transfer-Encoding: chunked' \
     --data-binary "$body" "http://127.0.0.1:$port/upload"
@@ -114,5 +118,10 @@ for round in $(seq 1 "$rounds"); do
     run "gateway pipeline, Content-Length" 18924 length "$c" "${pids[1]}"
     run "gateway pipeline, chunked" 18924 chunked "$c" "${pids[1]}"
     [ -z "${BASE_BIN:-}" ] || run "earlier build, chunked (to its pipeline)" 18926 chunked "$c" "${pids[2]}"
+    run "nginx origin, HTTP/1.0" 18920 http10 "$c" "$origin_pid"
+    run "nginx reverse proxy, HTTP/1.0" 18921 http10 "$c" "$nginx_pid"
+    run "gateway own path, HTTP/1.0" 18922 http10 "$c" "${pids[0]}"
+    run "gateway pipeline, HTTP/1.0" 18924 http10 "$c" "${pids[1]}"
+    [ -z "${BASE_BIN:-}" ] || run "earlier build, HTTP/1.0 (to its pipeline)" 18926 http10 "$c" "${pids[2]}"
   done
 done

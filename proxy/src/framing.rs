@@ -36,7 +36,7 @@ impl Body {
     /// the origin gets the chunks afresh, without extensions or trailers,
     /// so no reading of them can differ behind the gateway.
     pub fn chunked_request() -> Body {
-        Body::Chunked(Chunked { state: State::default(), strict: true })
+        Body::Chunked(Chunked { state: State::default(), strict: true, framing: 0 })
     }
 
     /// Takes the next bytes of the stream. Returns how many of them belong
@@ -77,7 +77,16 @@ pub struct Chunked {
     state: State,
     /// A client's body (see [`Body::chunked_request`]).
     strict: bool,
+    /// Bytes of framing (size lines, their extensions, trailers) since the
+    /// last chunk data: a client's may be at most [`FRAMING_MAX`].
+    framing: u32,
 }
+
+/// The most framing bytes a client may send between two runs of chunk
+/// data, or in its trailers. Extensions and trailers are read and dropped,
+/// so without a limit a client could keep an origin connection waiting on
+/// a size line that never ends, as long as it kept sending.
+const FRAMING_MAX: u32 = 16 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -106,9 +115,16 @@ impl Chunked {
         let mut i = 0;
         while i < data.len() {
             let b = data[i];
+            if self.strict && !matches!(self.state, State::Data(_) | State::Done) {
+                self.framing += 1;
+                if self.framing > FRAMING_MAX {
+                    return Err(Malformed);
+                }
+            }
             self.state = match self.state {
                 State::Done => return Ok((i, true)),
                 State::Data(left) => {
+                    self.framing = 0;
                     let n = (data.len() - i).min(usize::try_from(left).unwrap_or(usize::MAX));
                     content(&data[i..i + n]);
                     i += n;
@@ -240,7 +256,9 @@ mod tests {
             b"10000000000000005\r\nhello\r\n0\r\n\r\n",
             b"5\r\nhelloX\r\n0\r\n\r\n",
         ];
-        for data in refused {
+        let long_extension = [&b"5;x="[..], &[b'a'; 20_000], b"\r\nhello\r\n0\r\n\r\n"].concat();
+        let long_trailers = [&b"5\r\nhello\r\n0\r\n"[..], &b"X-T: 1\r\n".repeat(3_000), b"\r\n"].concat();
+        for data in refused.iter().copied().chain([&long_extension[..], &long_trailers[..]]) {
             for step in [1, data.len()] {
                 let mut body = Body::chunked_request();
                 let got = data.chunks(step).try_for_each(|piece| body.take(piece).map(|_| ()));
@@ -253,7 +271,11 @@ mod tests {
             (b"5 ;a=b\r\nhello\r\n6;q\r\n world\r\n0\r\nX-T: 1\r\n\r\n", b"hello world"),
             (b"5\nhello\n0\n\n", b"hello"),
         ];
-        for (data, want) in taken {
+        // Framing is limited between data, not over the body: ten
+        // thousand one-byte chunks, each with an extension, are fine.
+        let many = [&b"1;e=1\r\nx\r\n".repeat(10_000)[..], b"0\r\n\r\n"].concat();
+        let many_want = vec![b'x'; 10_000];
+        for (data, want) in taken.iter().copied().chain([(&many[..], &many_want[..])]) {
             for step in [1, data.len()] {
                 let mut body = Body::chunked_request();
                 let mut content = Vec::new();

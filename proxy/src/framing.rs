@@ -309,18 +309,55 @@ mod tests {
         }
     }
 
+    /// A xorshift generator: `next(n)` is below `n`.
+    fn random(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        }
+    }
+
+    /// Ends a chunked body: the last chunk, `trailers` trailer lines and
+    /// the blank line, each ended by `eol`. Returns the body's length;
+    /// `next` follows it.
+    fn end_body(data: &mut Vec<u8>, eol: &[u8], trailers: u64, next: &[u8]) -> usize {
+        data.extend_from_slice(b"0");
+        data.extend_from_slice(eol);
+        for _ in 0..trailers {
+            data.extend_from_slice(b"X-Check: 0");
+            data.extend_from_slice(eol);
+        }
+        data.extend_from_slice(eol);
+        let end = data.len();
+        data.extend_from_slice(next);
+        end
+    }
+
+    /// Feeds `data` to `body` in random pieces of 1 to 64 bytes: where the
+    /// body ended, and its content.
+    fn feed(mut body: Body, data: &[u8], next: &mut impl FnMut(u64) -> u64) -> (Option<usize>, Vec<u8>) {
+        let (mut at, mut content) = (0, Vec::new());
+        let mut rest = data;
+        while !rest.is_empty() {
+            let piece = &rest[..(1 + next(64) as usize).min(rest.len())];
+            let (n, done) = body.take_with(piece, |c| content.extend_from_slice(c)).expect("well-formed");
+            at += n;
+            if done {
+                return (Some(at), content);
+            }
+            rest = &rest[piece.len()..];
+        }
+        (None, content)
+    }
+
     /// Random chunked bodies (sizes, extensions, trailers, LF or CRLF line
     /// ends, data full of digits and line ends), fed in random pieces: each
     /// ends exactly where it was encoded to end.
     #[test]
     fn random_chunked_bodies_end_where_they_were_encoded_to() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = random(0x9e37_79b9_7f4a_7c15);
         for _ in 0..2_000 {
             let eol: &[u8] = if next(2) == 0 { b"\r\n" } else { b"\n" };
             let mut data = Vec::new();
@@ -334,30 +371,8 @@ mod tests {
                 data.extend((0..size).map(|_| b"0\r\n;x"[next(5) as usize]));
                 data.extend_from_slice(eol);
             }
-            data.extend_from_slice(b"0");
-            data.extend_from_slice(eol);
-            for _ in 0..next(3) {
-                data.extend_from_slice(b"X-Check: 0");
-                data.extend_from_slice(eol);
-            }
-            data.extend_from_slice(eol);
-            let end = data.len();
-            data.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
-            let mut body = Body::chunked();
-            let mut at = 0;
-            let mut rest = &data[..];
-            let ended = loop {
-                let piece = &rest[..(1 + next(64) as usize).min(rest.len())];
-                let (n, done) = body.take(piece).expect("well-formed");
-                at += n;
-                if done {
-                    break Some(at);
-                }
-                rest = &rest[piece.len()..];
-                if rest.is_empty() {
-                    break None;
-                }
-            };
+            let end = end_body(&mut data, eol, next(3), b"HTTP/1.1 200 OK\r\n");
+            let (ended, _) = feed(Body::chunked(), &data, &mut next);
             assert_eq!(ended, Some(end), "{:?}", String::from_utf8_lossy(&data));
         }
     }
@@ -368,13 +383,7 @@ mod tests {
     /// each ends where it was encoded to, with exactly its content.
     #[test]
     fn random_request_bodies_are_read_whole_by_the_strict_reader() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = random(0x2545_f491_4f6c_dd1d);
         for _ in 0..2_000 {
             let eol: &[u8] = if next(2) == 0 { b"\r\n" } else { b"\n" };
             let (mut data, mut want) = (Vec::new(), Vec::new());
@@ -394,30 +403,8 @@ mod tests {
                 want.extend_from_slice(&content);
                 data.extend_from_slice(eol);
             }
-            data.extend_from_slice(b"0");
-            data.extend_from_slice(eol);
-            for _ in 0..next(3) {
-                data.extend_from_slice(b"X-Check: 0");
-                data.extend_from_slice(eol);
-            }
-            data.extend_from_slice(eol);
-            let end = data.len();
-            data.extend_from_slice(b"GET / HTTP/1.1\r\n");
-            let mut body = Body::chunked_request();
-            let (mut at, mut got) = (0, Vec::new());
-            let mut rest = &data[..];
-            let ended = loop {
-                let piece = &rest[..(1 + next(64) as usize).min(rest.len())];
-                let (n, done) = body.take_with(piece, |c| got.extend_from_slice(c)).expect("well-formed");
-                at += n;
-                if done {
-                    break Some(at);
-                }
-                rest = &rest[piece.len()..];
-                if rest.is_empty() {
-                    break None;
-                }
-            };
+            let end = end_body(&mut data, eol, next(3), b"GET / HTTP/1.1\r\n");
+            let (ended, got) = feed(Body::chunked_request(), &data, &mut next);
             assert_eq!(ended, Some(end), "{:?}", String::from_utf8_lossy(&data));
             assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&data));
         }

@@ -117,11 +117,11 @@ for round in $(seq 1 "$rounds"); do
     run "gateway own path, chunked" 18922 chunked "$c" "${pids[0]}"
     run "gateway pipeline, Content-Length" 18924 length "$c" "${pids[1]}"
     run "gateway pipeline, chunked" 18924 chunked "$c" "${pids[1]}"
-    [ -z "${BASE_BIN:-}" ] || run "earlier build, chunked (to its pipeline)" 18926 chunked "$c" "${pids[2]}"
+    [ -z "${BASE_BIN:-}" ] || run "earlier build (BASE_BIN), chunked" 18926 chunked "$c" "${pids[2]}"
     run "nginx origin, HTTP/1.0" 18920 http10 "$c" "$origin_pid"
     run "nginx reverse proxy, HTTP/1.0" 18921 http10 "$c" "$nginx_pid"
     run "gateway own path, HTTP/1.0" 18922 http10 "$c" "${pids[0]}"
     run "gateway pipeline, HTTP/1.0" 18924 http10 "$c" "${pids[1]}"
-    [ -z "${BASE_BIN:-}" ] || run "earlier build, HTTP/1.0 (to its pipeline)" 18926 http10 "$c" "${pids[2]}"
+    [ -z "${BASE_BIN:-}" ] || run "earlier build (BASE_BIN), HTTP/1.0" 18926 http10 "$c" "${pids[2]}"
   done
 done

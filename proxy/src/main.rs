@@ -466,9 +466,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let front = Front::new(gateway, Arc::new(pipeline), settings.fast_path);
     let mut proxy_service = Service::new("robotsgate proxy".to_string(), front);
     for addr in &settings.listen {
-        proxy_service.add_listener(
-            ListenerConfig::tcp(addr.as_str()).l4_buffer(L4BufferSettings::new(0, CLIENT_WRITE_BUFFER)),
-        );
+        proxy_service
+            .add_listener(ListenerConfig::tcp(addr.as_str()).l4_buffer(L4BufferSettings::new(0, CLIENT_WRITE_BUFFER)));
     }
     let mut certificates = Vec::new();
     for tls in &settings.tls_listen {

@@ -398,6 +398,7 @@ impl super::RequestBody for StreamBody<'_> {
             respond.send_informational(head.map_err(|_| Failure::Broken)?).map_err(|_| Failure::Broken)?;
         }
         let chunked = self.upload == Upload::Chunked;
+        let mut framed = Vec::new();
         loop {
             // A body that pauses past the client limit holds a stream and
             // an origin connection: end both.
@@ -415,16 +416,16 @@ impl super::RequestBody for StreamBody<'_> {
                 continue;
             }
             if chunked {
-                let size = format!("{:x}\r\n", data.len());
-                origin.write_all(size.as_bytes()).await.map_err(|_| Failure::Broken)?;
-                origin.write_all(&data).await.map_err(|_| Failure::Broken)?;
-                origin.write_all(b"\r\n").await.map_err(|_| Failure::Broken)?;
+                // One write a frame, not three.
+                framed.clear();
+                super::upload::push_chunk(&mut framed, &data);
+                origin.write_all(&framed).await.map_err(|_| Failure::Broken)?;
             } else {
                 origin.write_all(&data).await.map_err(|_| Failure::Broken)?;
             }
         }
         if chunked {
-            origin.write_all(b"0\r\n\r\n").await.map_err(|_| Failure::Broken)?;
+            origin.write_all(super::upload::LAST_CHUNK).await.map_err(|_| Failure::Broken)?;
         }
         Ok(())
     }

@@ -93,19 +93,24 @@ async fn copy_exact(
 /// once the body is through. Returns how many bytes of `input` were the
 /// body's and whether it is through; what follows is the next request.
 pub(super) fn rechunk(body: &mut Body, input: &[u8], out: &mut Vec<u8>) -> Result<(usize, bool), Failure> {
-    let (n, done) = body
-        .take_with(input, |content| {
-            // Writing to a Vec cannot fail.
-            let _ = write!(out, "{:x}\r\n", content.len());
-            out.extend_from_slice(content);
-            out.extend_from_slice(b"\r\n");
-        })
-        .map_err(|_| Failure::BadBody)?;
+    let (n, done) = body.take_with(input, |content| push_chunk(out, content)).map_err(|_| Failure::BadBody)?;
     if done {
-        out.extend_from_slice(b"0\r\n\r\n");
+        out.extend_from_slice(LAST_CHUNK);
     }
     Ok((n, done))
 }
+
+/// Appends `content` to `out` as one chunk, for the origin: the size, the
+/// content, the line ends. HTTP/2 uploads without a length go the same way.
+pub(super) fn push_chunk(out: &mut Vec<u8>, content: &[u8]) {
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "{:x}\r\n", content.len());
+    out.extend_from_slice(content);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The last chunk, with no trailers.
+pub(super) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 /// Copies a chunked body from the client to the origin as fresh chunks.
 /// The client's bytes after its body stay in `buf` (empty on entry): the

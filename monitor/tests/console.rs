@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use fantoccini::error::{CmdError, ErrorStatus};
 use fantoccini::{Client, Locator};
 use support::*;
 
@@ -65,7 +66,19 @@ fn rig_with(dir: &std::path::Path, extra: &str) -> Rig {
 }
 
 async fn text(c: &Client, css: &str) -> String {
-    c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).text().await.expect("text")
+    // A page that loads anew between the find and the read leaves the
+    // element stale (a CI run met it once): find it again.
+    for _ in 0..20 {
+        let element = c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
+        match element.text().await {
+            Ok(text) => return text,
+            Err(CmdError::Standard(e)) if e.error == ErrorStatus::StaleElementReference => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("{css}: text: {e}"),
+        }
+    }
+    panic!("{css}: still stale after 20 reads")
 }
 
 /// Saves a screenshot of the page under `target/console-screenshots/` (the

@@ -113,6 +113,14 @@ pub struct Ledger {
     /// Most events the buffer holds.
     cap: usize,
     seq: AtomicU64,
+    /// Events this process took in from its request path; of them, those
+    /// the judge has counted into its rows, and those whose counts a write
+    /// has since stored (or that needed none). `/status` shows all three,
+    /// so that a caller can tell "all written" from "not arrived yet": the
+    /// pipeline hands a visit over after the client has its answer.
+    recorded: AtomicU64,
+    judged: AtomicU64,
+    settled: AtomicU64,
     dropped: AtomicU64,
     /// Rows in memory, not yet written.
     pending: AtomicU64,
@@ -172,6 +180,9 @@ impl Ledger {
             cap: settings.queue,
             // From 1: a journal's mark 0 means none of it is counted.
             seq: AtomicU64::new(1),
+            recorded: AtomicU64::new(0),
+            judged: AtomicU64::new(0),
+            settled: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             pending: AtomicU64::new(0),
             metrics,
@@ -230,6 +241,7 @@ impl Ledger {
             }
         }
         events.push(event);
+        self.recorded.fetch_add(1, Ordering::Relaxed);
     }
 
     fn drop_one(&self) {
@@ -267,6 +279,9 @@ impl Ledger {
             "unjournaled": self.unjournaled.load(Ordering::Relaxed),
             "replayed": self.replayed.load(Ordering::Relaxed),
             "dropped": self.dropped.load(Ordering::Relaxed),
+            "recorded": self.recorded.load(Ordering::Relaxed),
+            "judged": self.judged.load(Ordering::Relaxed),
+            "settled": self.settled.load(Ordering::Relaxed),
             "written_rows": r.written,
             "last_write": r.last_write,
             "last_error": r.last_error,
@@ -433,6 +448,7 @@ impl Judge {
         }
         for e in taken.drain(..) {
             self.take(books, e).await;
+            self.ledger.judged.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -514,10 +530,13 @@ impl Judge {
     /// Writes the counts in one transaction; on failure they stay for the
     /// next write (within the bound).
     async fn write(&self, books: &mut Books) {
+        // The judge alone fills `books`, so every event judged by now is in them.
+        let judged = self.ledger.judged.load(Ordering::Relaxed);
         let pending = books.sites.values().any(|b| !b.rows.is_empty() || !b.reads.is_empty())
             || books.own.is_some_and(|(seq, _)| seq > books.marked)
             || !books.adopted.is_empty();
         if !pending {
+            self.ledger.settled.store(judged, Ordering::Relaxed);
             self.learn(books).await;
             return;
         }
@@ -528,6 +547,9 @@ impl Judge {
             },
             None => Err("the database cannot be reached".to_string()),
         };
+        if result.is_ok() {
+            self.ledger.settled.store(judged, Ordering::Relaxed);
+        }
         self.settle_write(books, result);
         self.learn(books).await;
     }

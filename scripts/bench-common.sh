@@ -18,9 +18,12 @@ bench_ports_free() {
 
 # bench_install PACKAGE...: installs the Debian packages not yet there.
 bench_install() {
-  local p
+  local p sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   for p in "$@"; do
-    dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
+    dpkg -s "$p" >/dev/null 2>&1 || {
+      "${sudo_cmd[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "$p"
+    }
   done
 }
 

@@ -26,3 +26,10 @@ cargo test --workspace --locked 2>&1 | tee "$log"
 # with the total over every test binary instead.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
      END { printf "workspace: %d passed, %d failed\n", p, f }' "$log"
+
+# The shipped gateway's build (deploy/Containerfile): the same steps on a
+# debug build, with one-second training lines, so that a config key or
+# flag the training relies on cannot rot unseen.
+echo "== scripts/build-pgo.sh, on a debug build"
+PGO_PROFILE=dev TRAIN_SECS=1 CARGO_TARGET_DIR=target/pgo-check bash scripts/build-pgo.sh
+"target/pgo-check/$(rustc -vV | awk '/^host:/ {print $2}')/debug/robots-proxy" --version

@@ -234,8 +234,7 @@ fn check_prints_the_compiled_file() {
     let (yaml, _) = config("127.0.0.1:9".parse().unwrap(), true);
     let cfg = dir.join("config.yaml");
     std::fs::write(&cfg, yaml).unwrap();
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
+    let out = Command::new(support::proxy_bin()).arg("--config").arg(&cfg).arg("--check").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("== pay: robots.txt with its AI policy"), "{text}");

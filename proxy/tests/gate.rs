@@ -236,7 +236,7 @@ fn a_bad_pin_is_refused_with_its_line_and_key() {
         origin.addr
     );
     std::fs::write(&g, yaml).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let out = std::process::Command::new(support::proxy_bin())
         .args(["--config", g.to_str().unwrap(), "--check"])
         .output()
         .unwrap();
@@ -246,7 +246,7 @@ fn a_bad_pin_is_refused_with_its_line_and_key() {
     assert!(err.contains("did you mean `Googlebot`"), "{err}");
     // Spelled right, --check says what the gate will judge.
     std::fs::write(&g, std::fs::read_to_string(&g).unwrap().replace("Googelbot", "search")).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let out = std::process::Command::new(support::proxy_bin())
         .args(["--config", g.to_str().unwrap(), "--check"])
         .output()
         .unwrap();

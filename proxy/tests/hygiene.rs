@@ -47,11 +47,10 @@ sites:
     );
     let cfg = dir.join("config.yaml");
     std::fs::write(&cfg, yaml).unwrap();
-    let check =
-        Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
+    let check = Command::new(support::proxy_bin()).arg("--config").arg(&cfg).arg("--check").output().unwrap();
     assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
     let log = dir.join("stderr.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let child = Command::new(support::proxy_bin())
         .arg("--config")
         .arg(&cfg)
         .env("ROBOTSGATE_LOG", "info")
@@ -149,8 +148,7 @@ fn check_refuses_an_origin_that_cannot_serve() {
             format!("proxy:\n  listen: [\"127.0.0.1:1\"]\n  threads: {threads}\nsites:\n  - name: shop\n    proxy: {{ hosts: [shop.test], origin: \"{origin}\" }}\n"),
         )
         .unwrap();
-        let out =
-            Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
+        let out = Command::new(support::proxy_bin()).arg("--config").arg(&cfg).arg("--check").output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{origin} / {threads} passed --check");
         assert!(err.contains(says), "{origin} / {threads}: {err}");

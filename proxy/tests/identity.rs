@@ -14,7 +14,7 @@ use support::dns::dnsmasq;
 const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
 
 fn verify(catalogue: &Path, feeds: &Path, dns_port: u16, ip: &str, ua: &str, more: &[&str]) -> (i32, String) {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let out: Output = Command::new(support::proxy_bin())
         .args(["verify", "--ip", ip, "--user-agent", ua, "--budget", "3s"])
         .arg("--dns")
         .arg(format!("127.0.0.1:{dns_port}"))
@@ -133,7 +133,7 @@ fn dns_down_is_not_spoofed() {
     .unwrap();
     let port = free_port();
     let start = std::time::Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let out = Command::new(support::proxy_bin())
         .args(["verify", "--ip", "66.249.66.1", "--user-agent", GOOGLEBOT, "--budget", "500ms", "--offline"])
         .arg(format!("--dns=127.0.0.1:{port}"))
         .arg("--catalogue")
@@ -163,7 +163,7 @@ fn a_feed_can_be_a_file() {
     )
     .unwrap();
     let run = |ip: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+        let out = Command::new(support::proxy_bin())
             .args(["verify", "--ip", ip, "--user-agent", GOOGLEBOT, "--catalogue"])
             .arg(&catalogue)
             .output()
@@ -178,7 +178,7 @@ fn a_feed_can_be_a_file() {
     // A relative path is refused, naming the entry.
     std::fs::write(&catalogue, "crawlers:\n  - { token: X, operator: x, purpose: search, obeys: true, source: x, verify: { ip_ranges: [ranges.json] } }\n").unwrap();
     let (code, out) = run("127.0.0.9");
-    let err = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let err = Command::new(support::proxy_bin())
         .args(["verify", "--ip", "127.0.0.9", "--user-agent", GOOGLEBOT, "--catalogue"])
         .arg(&catalogue)
         .output()

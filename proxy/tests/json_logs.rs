@@ -56,7 +56,7 @@ fn both_daemons_write_json_lines_without_debug_text() {
 
     // The gateway: starting, refreshing, a crawler request, a stop.
     let err = dir.join("proxy.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let child = Command::new(support::proxy_bin())
         .arg("--config")
         .arg(&cfg)
         .env("ROBOTSGATE_LOG_FORMAT", "json")

@@ -68,7 +68,7 @@ sites:
 }
 
 fn gateway(s: &Setup) -> Proc {
-    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let child = Command::new(support::proxy_bin())
         .arg("--config")
         .arg(&s.cfg)
         .env("ROBOTSGATE_ADMIN_TOKEN", TOKEN)
@@ -294,7 +294,7 @@ fn a_cold_gateway_enforces_from_its_first_answer(fast: bool) {
     let cold = setup(&dir, "cold", &database, origin.addr, 1, fast, "");
     let yaml = std::fs::read_to_string(&cold.cfg).unwrap().replace("      origin:", &format!("{enforce}      origin:"));
     std::fs::write(&cold.cfg, yaml).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let child = Command::new(support::proxy_bin())
         .arg("--config")
         .arg(&cold.cfg)
         .env("ROBOTSGATE_LOG", "warn")

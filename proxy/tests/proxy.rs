@@ -419,7 +419,7 @@ fn bad_config_is_reported() {
     let dir = temp_dir("proxy-badcfg");
     let path = dir.join("config.yaml");
     std::fs::write(&path, "sites: []\nproxy:\n  listen: [\"127.0.0.1:1\"]\n  refresh: often\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&path).output().unwrap();
+    let out = Command::new(support::proxy_bin()).arg("--config").arg(&path).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("config.yaml") && err.contains("often"), "{err}");
@@ -437,7 +437,7 @@ fn an_origin_name_that_does_not_resolve_gets_502_not_a_panic() {
 ";
     let (dir, _origin, cfg, listen, admin) = setup("unresolvable-origin", extra);
     let log = dir.join("proxy.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let child = Command::new(support::proxy_bin())
         .arg("--config")
         .arg(&cfg)
         .env("ROBOTSGATE_LOG", "warn")

@@ -52,7 +52,7 @@ sites:
     );
     let cfg = dir.join("config.yaml");
     std::fs::write(&cfg, yaml).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let child = Command::new(support::proxy_bin())
         .arg("--config")
         .arg(&cfg)
         .env("ROBOTSGATE_LOG", "info")
@@ -145,15 +145,13 @@ fn certificates_by_name_and_the_oldest_version() {
         let text = std::fs::read_to_string(&cfg).unwrap();
         std::fs::write(&cfg, text.replacen(&shop_key.display().to_string(), &other_key.display().to_string(), 1))
             .unwrap();
-        let out =
-            Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
+        let out = Command::new(support::proxy_bin()).arg("--config").arg(&cfg).arg("--check").output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains("is not the key of"), "{err}");
         let ciphers =
             text.replacen("min_version: \"1.3\"", "min_version: \"1.3\"\n      ciphers: \"NO-SUCH-CIPHER\"", 1);
         std::fs::write(&cfg, ciphers).unwrap();
-        let out =
-            Command::new(env!("CARGO_BIN_EXE_robots-proxy")).arg("--config").arg(&cfg).arg("--check").output().unwrap();
+        let out = Command::new(support::proxy_bin()).arg("--config").arg(&cfg).arg("--check").output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains("ciphers `NO-SUCH-CIPHER`"), "{err}");
     }

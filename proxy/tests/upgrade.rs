@@ -125,7 +125,7 @@ fn upgrade_under_load(fast: bool) {
     let manager = UnixDatagram::bind(&notify_path).unwrap();
     manager.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
     let log = dir.join("old.log");
-    let mut old = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let mut old = Command::new(support::proxy_bin())
         .arg("--config")
         .arg(&cfg)
         .env("NOTIFY_SOCKET", &notify_path)
@@ -160,7 +160,7 @@ fn upgrade_under_load(fast: bool) {
     let (said_path, new_log) = (dir.join("upgrade.out"), dir.join("new.log"));
     // Run by hand from a shell that has neither the token nor the old
     // process's log: the new process gets both all the same.
-    let status = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let status = Command::new(support::proxy_bin())
         .args(["--config", cfg.to_str().unwrap(), "upgrade", "--from", &old_pid.to_string()])
         .env("NOTIFY_SOCKET", &notify_path)
         .env_remove("ROBOTSGATE_ADMIN_TOKEN")

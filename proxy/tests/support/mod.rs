@@ -1,7 +1,7 @@
 //! Starting the real `robots-proxy` binary, for the integration tests.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use testkit::{Proc, free_port, temp_dir, wait_listening};
@@ -10,10 +10,18 @@ use testkit::{Proc, free_port, temp_dir, wait_listening};
 pub mod dns;
 pub mod edge;
 
+/// The gateway the suites run: this build's, or the one
+/// `ROBOTSGATE_TEST_PROXY_BIN` names (a release or profile-guided build, to
+/// run the suites against what ships: `scripts/build-pgo.sh`).
+pub fn proxy_bin() -> PathBuf {
+    std::env::var_os("ROBOTSGATE_TEST_PROXY_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_robots-proxy")), PathBuf::from)
+}
+
 /// Runs `robots-proxy --config cfg` and waits until each of `addrs`
 /// accepts connections. Its stderr is shown with `TEST_LOG` set.
 pub fn spawn_proxy(cfg: &Path, addrs: &[SocketAddr]) -> Proc {
-    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+    let child = Command::new(proxy_bin())
         .arg("--config")
         .arg(cfg)
         .env("ROBOTSGATE_LOG", "warn")

@@ -126,3 +126,31 @@ bench_monitor_sites() {
     echo "    url_sets: { main: [/, /admin/login, /cart, /s$i/private/x] }"
   done
 }
+
+# bench_gateway_proxy WORK NAME PORT TLS-PORT ADMIN FAST THREADS: the start
+# of a gateway's config for these scripts, up to `fast_path` in `proxy:`
+# (the caller adds the rest): database and state under WORK by NAME, plain
+# HTTP on PORT, TLS with WORK/cert.pem on TLS-PORT, the admin API on
+# ADMIN (token `bench`), no robots.txt refresh during a run.
+bench_gateway_proxy() {
+  cat <<CONF
+database: $1/$2.db
+proxy:
+  listen: ["127.0.0.1:$3"]
+  tls_listen: [{ addr: "127.0.0.1:$4", cert: $1/cert.pem, key: $1/key.pem }]
+  admin: 127.0.0.1:$5
+  admin_token: bench
+  state_dir: $1/state-$2
+  refresh: 1h
+  threads: $7
+  fast_path: $6
+CONF
+}
+
+# bench_cert WORK: a self-signed P-256 certificate for shop.test, valid two
+# days, as WORK/cert.pem and WORK/key.pem (readable by nginx's workers).
+bench_cert() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=shop.test \
+    -addext subjectAltName=DNS:shop.test -keyout "$1/key.pem" -out "$1/cert.pem" 2>/dev/null
+  chmod 644 "$1/key.pem" "$1/cert.pem"
+}

@@ -48,9 +48,7 @@ bench_origin "$work" 18801 'try_files $uri /page.html;'
 printf 'User-agent: *\nDisallow: /cart\nDisallow: /search\n\nUser-agent: Googlebot\nDisallow: /private\n' > "$work/www/robots.txt"
 printf '{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"127.0.0.1/32"}]}' > "$work/www/googlebot.json"
 printf '{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"10.0.0.0/8"}]}' > "$work/www/gptbot.json"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=shop.test \
-  -addext subjectAltName=DNS:shop.test -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
-chmod 644 "$work/key.pem" "$work/cert.pem"
+bench_cert "$work"
 # Under callgrind, nginx runs as one process in the foreground, so that
 # valgrind's process is the one that serves.
 {
@@ -78,17 +76,8 @@ else
 fi
 
 gateway() { # NAME PORT TLS-PORT ADMIN FAST EXTRA
+  bench_gateway_proxy "$work" "$1" "$2" "$3" "$4" "$5" "$threads"
   cat <<CONF
-database: $work/$1.db
-proxy:
-  listen: ["127.0.0.1:$2"]
-  tls_listen: [{ addr: "127.0.0.1:$3", cert: $work/cert.pem, key: $work/key.pem }]
-  admin: 127.0.0.1:$4
-  admin_token: bench
-  state_dir: $work/state-$1
-  refresh: 1h
-  threads: $threads
-  fast_path: $5
 $6
 sites:
   - name: shop

@@ -97,22 +97,12 @@ Sitemap: https://shop.test/sitemap.xml
 TXT
 printf '{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"127.0.0.1/32"}]}' > "$work/www/google.json"
 printf '{"creationTime":"2026-11-24T00:00:00.000000","prefixes":[{"ipv4Prefix":"10.9.0.0/16"}]}' > "$work/www/openai.json"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=shop.test \
-  -addext subjectAltName=DNS:shop.test -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+bench_cert "$work"
 nginx -c "$work/nginx.conf"
 
 gateway() { # NAME PORT TLS-PORT ADMIN FAST
+  bench_gateway_proxy "$work" "$1" "$2" "$3" "$4" "$5" 1
   cat <<CONF
-database: $work/$1.db
-proxy:
-  listen: ["127.0.0.1:$2"]
-  tls_listen: [{ addr: "127.0.0.1:$3", cert: $work/cert.pem, key: $work/key.pem }]
-  admin: 127.0.0.1:$4
-  admin_token: train
-  state_dir: $work/state-$1
-  refresh: 1h
-  threads: 1
-  fast_path: $5
   # Only the two crawlers whose feeds are on the origin: the catalogue's
   # others would fetch theirs from the internet.
   identity: { only: [Googlebot, GPTBot], refresh: 1h, reverse_dns: false }

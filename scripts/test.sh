@@ -24,8 +24,9 @@ export TMPDIR="$scratch"
 cargo test --workspace --locked 2>&1 | tee "$log"
 # Cargo ends with the (often empty) doc-test run of the last crate; close
 # with the total over every test binary instead.
-awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
-     END { printf "workspace: %d passed, %d failed\n", p, f }' "$log"
+summary=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
+     END { printf "workspace: %d passed, %d failed\n", p, f }' "$log")
+echo "$summary"
 
 # The shipped gateway's build (deploy/Containerfile): the same steps on a
 # debug build, with one-second training lines, so that a config key or
@@ -33,3 +34,5 @@ awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-
 echo "== scripts/build-pgo.sh, on a debug build"
 PGO_PROFILE=dev TRAIN_SECS=1 CARGO_TARGET_DIR=target/pgo-check bash scripts/build-pgo.sh
 "target/pgo-check/$(rustc -vV | awk '/^host:/ {print $2}')/debug/robots-proxy" --version
+# The total stays the last line.
+echo "$summary"

@@ -53,7 +53,8 @@ install_out() {
 
 profdata=""
 if [ -z "${NO_PGO:-}" ] && command -v rustup > /dev/null 2>&1; then
-  rustup component add llvm-tools > /dev/null 2>&1 || true
+  # Bounded: a machine that cannot reach rustup's server builds without a profile.
+  timeout 180 rustup component add llvm-tools > /dev/null 2>&1 || true
   profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
 fi
 if [ ! -x "$profdata" ]; then

@@ -107,11 +107,17 @@ bench_wait_store() {
   shift
   for port in "$@"; do
     for _ in $(seq 1 "$tries"); do
-      curl -si -H 'Host: shop.test' "http://127.0.0.1:$port/robots.txt" 2>/dev/null |
-        grep -qi '^x-robots-source: \(origin\|managed\)' && break
+      bench_serving "$port" && break
       sleep 0.2
     done
   done
+}
+
+# bench_serving PORT: whether the gateway on PORT serves shop.test's
+# /robots.txt from its store (not passed through, not failing).
+bench_serving() {
+  curl -si -H 'Host: shop.test' "http://127.0.0.1:$1/robots.txt" 2>/dev/null |
+    grep -qi '^x-robots-source: \(origin\|managed\)'
 }
 
 # bench_monitor_sites SITES PORT: the `sites:` of the monitor's scale

@@ -34,10 +34,10 @@ bench_install build-essential cmake pkg-config libssl-dev
 export OPENSSL_NO_VENDOR=1
 secs=${TRAIN_SECS:-3}
 host=$(rustc -vV | awk '/^host:/ {print $2}')
-# A target dir of its own: the instrumented and the final build differ in
-# RUSTFLAGS, and sharing target/ would rebuild the workspace's other
-# binaries on every switch. `--target` keeps build scripts and proc macros
-# out of the instrumentation.
+# `--target` puts both builds under target/<host>/, apart from
+# target/release, so the profile flags (RUSTFLAGS) never invalidate the
+# workspace's ordinary builds; it also keeps build scripts and proc macros,
+# built for the host, out of the instrumentation and shared with them.
 target_dir=${CARGO_TARGET_DIR:-target}
 profile=${PGO_PROFILE:-release}
 final="$target_dir/$host/$([ "$profile" = dev ] && echo debug || echo "$profile")/robots-proxy"
@@ -137,8 +137,7 @@ bench_wait_store 100 18981 18984
 # A gateway that did not start would still write a profile on its way
 # out, of nothing worth training on: refuse to go on without both.
 for port in 18981 18984; do
-  curl -s -o /dev/null -D - -H 'Host: shop.test' "http://127.0.0.1:$port/robots.txt" |
-    grep -qi '^x-robots-source: \(origin\|managed\)' || {
+  bench_serving "$port" || {
     echo "build-pgo: the gateway on port $port does not serve robots.txt from its store" >&2
     tail -n 20 "$work"/own.log "$work"/pipeline.log >&2
     exit 1
@@ -193,8 +192,8 @@ for port in 18981 18984; do
     done
   done
   # What the load tools do not send: uploads, chunked and counted, with
-  # and without Expect; HTTP/1.0; robots.txt reads by crawlers; a refused
-  # request.
+  # and without Expect, over HTTP/1.1 and HTTP/2; HTTP/1.0; a crawler's
+  # robots.txt read.
   for i in $(seq 1 40); do
     curl -s -o /dev/null -H 'Host: shop.test' --data-binary "item=$i" "http://127.0.0.1:$port/upload"
     curl -s -o /dev/null -H 'Host: shop.test' -H 'Transfer-Encoding: chunked' --data-binary "item=$i" \

@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 mod explain;
+mod credentials;
 pub mod origin;
 pub mod pins;
 pub mod telemetry;
@@ -21,6 +22,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 pub use pins::{Expectation, GateMode, Pins, UrlEntry, UrlSet};
+pub use credentials::{ADMIN_TOKEN_ENV, same_token};
 
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -596,33 +598,6 @@ impl LogSource {
     }
 }
 
-/// The admin token's sources, in the order they win.
-impl ProxySettings {
-    /// The admin token: `ROBOTSGATE_ADMIN_TOKEN`, else `admin_token_file`'s
-    /// first line, else `admin_token`; `Ok(None)` with none. A file that
-    /// cannot be read, or is empty, is an error naming it.
-    pub fn admin_token(&self) -> Result<Option<String>, String> {
-        if let Some(t) = std::env::var("ROBOTSGATE_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty()) {
-            return Ok(Some(t.trim().to_string()));
-        }
-        if let Some(path) = &self.admin_token_file {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("proxy.admin_token_file: cannot read {}: {e}", path.display()))?;
-            let token = text.lines().next().unwrap_or("").trim();
-            if token.is_empty() {
-                return Err(format!("proxy.admin_token_file: {} holds no token on its first line", path.display()));
-            }
-            return Ok(Some(token.to_string()));
-        }
-        Ok(self.admin_token.clone())
-    }
-
-    /// Whether the config itself gives a token (not the environment).
-    pub fn configures_token(&self) -> bool {
-        self.admin_token.is_some() || self.admin_token_file.is_some()
-    }
-}
-
 /// Where the monitor reads a site's robots.txt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -785,7 +760,7 @@ impl Channel {
 }
 
 /// The monitor's web console. Reading needs nothing; anything that writes
-/// needs the admin token (`ROBOTSGATE_ADMIN_TOKEN`, never the file).
+/// needs the admin token (see [`Config::admin_token`]).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Console {
@@ -979,8 +954,12 @@ impl Config {
         }
     }
 
-    /// Reads, parses and validates `path`. Relative `file:` paths are taken
-    /// relative to the config file's directory.
+    /// Reads, parses and validates `path`. Every relative path the file
+    /// names (`file:`, `robots_file`, `logs[].path`, `state_dir`,
+    /// `admin_token_file`, certificates, `htpasswd`, `database:` for
+    /// SQLite, ...) is taken relative to the config file's directory, never
+    /// the working directory, so that every process started from the file
+    /// reads the same files wherever it starts.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read { path: path.into(), error })?;
         let mut config = Config::parse(&text, path)?;
@@ -1007,8 +986,14 @@ impl Config {
         if let Some(dir) = config.identity.as_mut().and_then(|i| i.feeds_dir.as_mut()) {
             anchor(dir);
         }
+        for log in config.sites.iter_mut().flat_map(|s| s.logs.iter_mut()) {
+            anchor(&mut log.path);
+        }
         if let Some(p) = &mut config.proxy {
             anchor(&mut p.state_dir);
+            if let Some(file) = &mut p.admin_token_file {
+                anchor(file);
+            }
             if let Some(sock) = &mut p.upgrade_sock {
                 anchor(sock);
             }

@@ -70,28 +70,43 @@ pub struct Holding<'a> {
     pub at: i64,
 }
 
+/// When a hold recorded at `excluded.last_held` is a new episode of its
+/// outcome: the last hold ended (not by a release) before it, or its
+/// release was spent (a gateway served the released outcome, then
+/// something else) before it.
+const HELD_AGAIN: &str = "((gate_holds.ended_at IS NOT NULL AND gate_holds.released_at IS NULL \
+     AND excluded.last_held > gate_holds.ended_at) \
+     OR (gate_holds.spent_at IS NOT NULL AND excluded.last_held > gate_holds.spent_at))";
+
 /// Records that a gateway holds `h.outcome` of `h.site` at `h.at`, with
 /// the body when it is a file (kept as a revision, so nothing the origin
 /// said is lost). Safe from many gateways at once: the first hold time
 /// stays the earliest, the last the latest, and a release stands. A hold
 /// of an outcome whose last hold ended before `h.at` is a new episode (a
-/// new alert); one fetched before that end (a slower replica) is not.
+/// new alert); one fetched before that end (a slower replica) is not. So
+/// is a hold of an outcome whose release was spent ([`spend`]).
 pub async fn record_hold(conn: &mut AnyConnection, h: &Holding<'_>) -> Result<(), sqlx::Error> {
+    // Every column of a row held again is reset in one statement, and
+    // PostgreSQL evaluates each CASE against the old row, so one condition
+    // serves them all.
     if let Some(body) = h.body {
         crate::record(conn, h.site, body, h.at).await?;
     }
     sqlx::query(
-        "INSERT INTO gate_holds (site, outcome, status, breaks, summary, first_held, last_held) VALUES ($1, $2, $3, $4, $5, $6, $6) \
+        sqlx::AssertSqlSafe(format!(
+            "INSERT INTO gate_holds (site, outcome, status, breaks, summary, first_held, last_held) VALUES ($1, $2, $3, $4, $5, $6, $6) \
          ON CONFLICT (site, outcome) DO UPDATE SET breaks = excluded.breaks, summary = excluded.summary, \
-         episode = CASE WHEN gate_holds.ended_at IS NOT NULL AND gate_holds.released_at IS NULL AND excluded.last_held > gate_holds.ended_at \
-             THEN gate_holds.episode + 1 ELSE gate_holds.episode END, \
-         first_held = CASE WHEN gate_holds.ended_at IS NOT NULL AND gate_holds.released_at IS NULL AND excluded.last_held > gate_holds.ended_at \
-             THEN excluded.first_held WHEN gate_holds.first_held > excluded.first_held THEN excluded.first_held ELSE gate_holds.first_held END, \
+         episode = CASE WHEN {again} THEN gate_holds.episode + 1 ELSE gate_holds.episode END, \
+         first_held = CASE WHEN {again} THEN excluded.first_held \
+             WHEN gate_holds.first_held > excluded.first_held THEN excluded.first_held ELSE gate_holds.first_held END, \
          last_held = CASE WHEN gate_holds.last_held < excluded.last_held THEN excluded.last_held ELSE gate_holds.last_held END, \
-         ended_why = CASE WHEN gate_holds.ended_at IS NOT NULL AND gate_holds.released_at IS NULL AND excluded.last_held > gate_holds.ended_at \
-             THEN NULL ELSE gate_holds.ended_why END, \
-         ended_at = CASE WHEN gate_holds.ended_at IS NOT NULL AND gate_holds.released_at IS NULL AND excluded.last_held > gate_holds.ended_at \
-             THEN NULL ELSE gate_holds.ended_at END",
+         ended_why = CASE WHEN {again} THEN NULL ELSE gate_holds.ended_why END, \
+         ended_at = CASE WHEN {again} THEN NULL ELSE gate_holds.ended_at END, \
+         released_by = CASE WHEN {again} THEN NULL ELSE gate_holds.released_by END, \
+         released_at = CASE WHEN {again} THEN NULL ELSE gate_holds.released_at END, \
+         spent_at = CASE WHEN {again} THEN NULL ELSE gate_holds.spent_at END",
+            again = HELD_AGAIN
+        )),
     )
     .bind(h.site)
     .bind(h.outcome)
@@ -143,8 +158,8 @@ pub async fn release(
             sqlx::query(
                 "INSERT INTO gate_holds (site, outcome, breaks, first_held, last_held, released_at, released_by) \
                  VALUES ($1, $2, '', $3, $3, $3, $4) \
-                 ON CONFLICT (site, outcome) DO UPDATE SET released_at = excluded.released_at, released_by = excluded.released_by \
-                 WHERE gate_holds.released_at IS NULL",
+                 ON CONFLICT (site, outcome) DO UPDATE SET released_at = excluded.released_at, released_by = excluded.released_by, \
+                 spent_at = NULL WHERE gate_holds.released_at IS NULL OR gate_holds.spent_at IS NOT NULL",
             )
             .bind(site)
             .bind(outcome)
@@ -177,16 +192,34 @@ pub async fn release(
     }
 }
 
-/// Whether `outcome` of `site` was released.
+/// Whether `outcome` of `site` was released, and the release is not spent.
 pub async fn is_released(pool: &AnyPool, site: &str, outcome: &str) -> Result<bool, sqlx::Error> {
     let row = sqlx::query(
-        "SELECT COUNT(*) AS n FROM gate_holds WHERE site = $1 AND outcome = $2 AND released_at IS NOT NULL",
+        "SELECT COUNT(*) AS n FROM gate_holds WHERE site = $1 AND outcome = $2 AND released_at IS NOT NULL \
+         AND spent_at IS NULL",
     )
     .bind(site)
     .bind(outcome)
     .fetch_one(pool)
     .await?;
     Ok(row.try_get::<i64, _>("n")? > 0)
+}
+
+/// Spends the release of `outcome` of `site` at `at`: a gateway served the
+/// released outcome and now serves something else. A release frees one
+/// change, once; the same outcome arriving later is judged (and held)
+/// afresh. True when a release was spent.
+pub async fn spend(conn: &mut AnyConnection, site: &str, outcome: &str, at: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE gate_holds SET spent_at = $3 \
+         WHERE site = $1 AND outcome = $2 AND released_at IS NOT NULL AND released_at <= $3 AND spent_at IS NULL",
+    )
+    .bind(site)
+    .bind(outcome)
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() > 0)
 }
 
 /// The holds of `site` (every site when `None`), newest first: those a

@@ -344,10 +344,16 @@ impl Monitor {
                 known = self.known(site, &row).await?;
                 continue;
             };
+            // Only what was queued: a held change whose alert the hold
+            // raises (or raised) queues none here.
             if let Some(state) = &new_state
                 && let Some((subject, _, _)) = &state.alert
             {
-                tracing::warn!(site = %site.name, %subject, flips = flips.len(), "alert queued");
+                if committed.alerted {
+                    tracing::warn!(site = %site.name, %subject, flips = flips.len(), "alert queued");
+                } else {
+                    tracing::info!(site = %site.name, %subject, "no alert queued: the hold at the edge raises this change's alert");
+                }
             }
             tracing::info!(
                 site = %site.name,

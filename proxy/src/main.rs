@@ -69,6 +69,10 @@ struct Cli {
     /// `robots-proxy upgrade --from PID` does both.
     #[arg(long)]
     upgrade: bool,
+    /// Where a process started by `upgrade` writes why it could not start,
+    /// so that `upgrade` prints the new process's own error.
+    #[arg(long, hide = true)]
+    upgrade_report: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -188,11 +192,17 @@ fn exit_when_drained() {
 
 fn main() {
     let cli: Cli = robotsgate_shell::parse();
+    let report = cli.upgrade_report.clone();
     if let Err(e) = run(cli) {
         if robotsgate_shell::is_closed_stdout(e.as_ref()) {
             std::process::exit(i32::from(robotsgate_shell::CLOSED_STDOUT));
         }
         eprintln!("robots-proxy: {e:#}");
+        if let Some(report) = report {
+            // Read by the `upgrade` that started this process; its output
+            // may be a file the old process overwrites.
+            let _ = std::fs::write(report, format!("{e:#}"));
+        }
         std::process::exit(2);
     }
 }
@@ -233,6 +243,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .with_context(|| format!("creating the folder of {}", upgrade_sock.display()))?;
         // What the old process had that this shell may not: its admin token
         // and robotsgate's other variables, and where it logs.
+        // The new process must be able to listen where the config says:
+        // on an address the old process hands over, or on a free one.
+        let addrs: Vec<&str> = settings
+            .listen
+            .iter()
+            .chain(settings.tls_listen.iter().map(|l| &l.addr))
+            .chain([&settings.admin])
+            .map(String::as_str)
+            .collect();
+        if let Err(why) = proxy::upgrade::listenable(&addrs, from) {
+            eprintln!("robots-proxy: upgrade not started, {from} serves on: {why}");
+            std::process::exit(2);
+        }
         let inherited = match proxy::upgrade::Inherited::from(from, settings.configures_token(), logs_here) {
             Ok(inherited) => inherited,
             Err(why) => {
@@ -263,6 +286,20 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if cli.check {
         let sites = if fronted.len() == 1 { "site" } else { "sites" };
         println!("{}: {} fronted {sites}, listening on {:?}", cli.config.display(), fronted.len(), settings.listen);
+        // Every file a start reads, from where a start reads it (paths are
+        // relative to the config file, whatever the working directory).
+        match settings.admin_token().map_err(anyhow::Error::msg)? {
+            Some(_) => println!("== admin token: read"),
+            None => println!("== admin token: none (/status, /refresh and /release answer 403)"),
+        }
+        for (name, p) in &fronted {
+            if let Some(path) = &p.robots_file {
+                std::fs::read(path).with_context(|| format!("site {name}: proxy.robots_file {}", path.display()))?;
+            }
+        }
+        if let Some(ca) = &settings.origin_ca_file {
+            proxy::upstream::tls_connector(Some(ca)).map_err(|e| anyhow::anyhow!("proxy.origin_ca_file: {e}"))?;
+        }
         let catalogue = config.catalogue()?;
         // The certificates are read as the listener will read them: a file
         // that would stop the start is named here.
@@ -409,7 +446,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let opt = pingora::server::configuration::Opt { upgrade: cli.upgrade, ..Default::default() };
     let mut server = Server::new_with_opt_and_conf(opt, conf);
-    server.bootstrap();
 
     let crawlers = Crawlers::new(&config.catalogue()?, &settings.crawlers);
     let (identity, trusted) = match &settings.identity {
@@ -531,6 +567,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let ready: Vec<std::net::SocketAddr> =
         settings.listen.iter().chain([&settings.admin]).filter_map(|a| a.parse().ok()).collect();
     server.add_service(background_service("readiness", proxy::upgrade::Ready { addrs: ready }));
+    // Last: with `--upgrade`, bootstrapping opens the upgrade socket and
+    // takes the old process's listeners, which signals it to go. Everything
+    // that can refuse a start (the config, the admin token, certificates,
+    // feeds, TLS settings) was done above, so a new process that cannot
+    // serve exits before the old one is ever signalled, and it serves on.
+    server.bootstrap();
     tracing::info!(listen = %settings.listen.join(", "), admin = %settings.admin, upgrade = cli.upgrade, "robots-proxy starting");
     let started = std::time::SystemTime::now();
     server.run(RunArgs { shutdown_signal: Box::new(GracefulSignals { sock: upgrade_sock, started }) });

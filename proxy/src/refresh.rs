@@ -392,7 +392,19 @@ impl Refresher {
     ) -> bool {
         let (previous, would) = (health.held.clone(), health.would_hold.clone());
         let stale = matches!(&*self.store.state(&site.name), State::Serve(s) if s.age() > self.max_staleness);
+        let replaced = outcome_served(&self.store.state(&site.name));
         let held = self.judge(site, key, status, body, new, health, at).await;
+        // The outcome served until now gives way to another: a release that
+        // let it through is spent, on this gateway and in the fleet, so the
+        // same bytes coming back later are a new change, judged afresh.
+        if !held
+            && let Some(replaced) = replaced.filter(|r| r != key)
+        {
+            self.store.spend(&site.name, &replaced);
+            if let Some(shared) = &self.shared {
+                shared.spend(&site.name, &replaced, at).await;
+            }
+        }
         // The served file is the one warned of until another comes.
         if health.would_hold.is_none()
             && let Some(w) = would.filter(|w| w.key == key)
@@ -605,6 +617,16 @@ impl Refresher {
         let host = p.sni.as_deref().unwrap_or(&p.hosts[0]);
         let at = robotsgate_fetch::origin::OriginAddress { origin: &p.origin, host, tls: p.origin_tls };
         self.origins.fetch(&site.name, at, &Validators::default()).await
+    }
+}
+
+/// The outcome a site's state stands for, keyed as holds and releases are:
+/// the origin's body served now, or the 4xx that means "no file".
+fn outcome_served(state: &State) -> Option<String> {
+    match state {
+        State::Serve(s) if s.source != Origin::Static => Some(crate::gate::outcome_key(&s.origin)),
+        State::NoFile(status) => Some(robotsgate_history::gate::outcome_of_status(*status)),
+        _ => None,
     }
 }
 

@@ -209,6 +209,25 @@ impl Shared {
         }
     }
 
+    /// Spends the fleet's release of `key` of `site` at `at`: this gateway
+    /// served the released outcome and now serves something else, so the
+    /// same outcome coming again is held again (see
+    /// [`robotsgate_history::gate::spend`]). Awaited by the refresh, so that
+    /// a hold of the same outcome at the next refresh finds it spent.
+    pub async fn spend(&self, site: &str, key: &str, at: SystemTime) {
+        let Some(db) = self.db().await else { return };
+        let write = async {
+            let mut conn = db.pool.acquire().await?;
+            robotsgate_history::gate::spend(&mut conn, site, key, to_millis(at)).await
+        };
+        match tokio::time::timeout(CALL_TIMEOUT, write).await {
+            Ok(Ok(true)) => tracing::info!(site, outcome = key, "the released change was replaced; its release is spent"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => self.failed("spending a release", e.to_string()).await,
+            Err(_) => self.failed("spending a release", "timed out".into()).await,
+        }
+    }
+
     /// Whether the fleet released the held outcome `key` of `site`. False
     /// when the database cannot say: a hold stands until a release is seen.
     pub async fn released(&self, site: &str, key: &str) -> bool {

@@ -296,6 +296,17 @@ impl RobotsStore {
         released.get(site).is_some_and(|keys| keys.iter().any(|k| k == key))
     }
 
+    /// Spends the admin API's release of `key` for `site`: the released
+    /// outcome was served and is replaced, so it is judged afresh when it
+    /// comes again. True when there was one.
+    pub fn spend(&self, site: &str, key: &str) -> bool {
+        let mut released = self.released.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(keys) = released.get_mut(site) else { return false };
+        let before = keys.len();
+        keys.retain(|k| k != key);
+        keys.len() != before
+    }
+
     /// The names of all sites.
     pub fn sites(&self) -> impl Iterator<Item = &str> {
         self.sites.keys().map(String::as_str)

@@ -207,11 +207,26 @@ pub fn hand_over(exe: &Path, config: &Path, old: u32, sock: &Path, timeout: Dura
         return Outcome::NotStarted(format!("no process {old} to take over from"));
     }
     let since = SystemTime::now();
+    // Where the new process writes why it could not start: its standard
+    // error is the old process's, which may be a file the old one
+    // overwrites as it goes, or a journal this command cannot read.
+    let report = sock.with_file_name(format!("upgrade-{}.report", std::process::id()));
+    let _ = std::fs::remove_file(&report);
+    let reason = |status: std::process::ExitStatus| {
+        let why = std::fs::read_to_string(&report).ok().filter(|w| !w.trim().is_empty());
+        let _ = std::fs::remove_file(&report);
+        match why {
+            Some(why) => format!("{status}: {}", why.trim()),
+            None => status.to_string(),
+        }
+    };
     let mut command = std::process::Command::new(exe);
     command
         .arg("--config")
         .arg(config)
         .arg("--upgrade")
+        .arg("--upgrade-report")
+        .arg(&report)
         .envs(with.env)
         .stdin(std::process::Stdio::null())
         // Its own process group: a Ctrl-C meant for this command is not its.
@@ -229,7 +244,7 @@ pub fn hand_over(exe: &Path, config: &Path, old: u32, sock: &Path, timeout: Dura
     let until = std::time::Instant::now() + timeout;
     while !waiting(sock, since) {
         if let Ok(Some(status)) = child.try_wait() {
-            return Outcome::NotStarted(format!("the new process exited before listening ({status})"));
+            return Outcome::NotStarted(format!("the new process exited before listening ({})", reason(status)));
         }
         if std::time::Instant::now() > until {
             let _ = child.kill();
@@ -248,19 +263,92 @@ pub fn hand_over(exe: &Path, config: &Path, old: u32, sock: &Path, timeout: Dura
     let signalled = std::time::Instant::now();
     loop {
         if let Ok(Some(status)) = child.try_wait() {
-            return Outcome::Failed(format!("the new process exited while taking over ({status})"));
+            return Outcome::Failed(format!("the new process exited while taking over ({})", reason(status)));
         }
         let old_gone = !alive(old);
         if old_gone || signalled.elapsed() > Duration::from_secs(3) {
+            let _ = std::fs::remove_file(&report);
             return Outcome::Done(child.id());
         }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
 
+/// Whether a new process could listen on every one of `addrs` (`host:port`)
+/// once `old` hands its listeners over: each is free now, or `old` itself
+/// listens on it. An address another process holds is refused by name,
+/// before anything starts, since the new process would fail on it only
+/// after the old one was signalled.
+pub fn listenable(addrs: &[&str], old: u32) -> Result<(), String> {
+    let theirs = socket_inodes(old);
+    for addr in addrs {
+        let Ok(parsed) = addr.parse::<std::net::SocketAddr>() else { continue };
+        match std::net::TcpListener::bind(parsed) {
+            Ok(_) => continue,
+            Err(e) if e.kind() != std::io::ErrorKind::AddrInUse => {
+                return Err(format!("cannot listen on {addr}: {e}"));
+            }
+            Err(_) => {}
+        }
+        let listening = listening_inodes(parsed.port());
+        if listening.is_empty() || !listening.iter().all(|i| theirs.contains(i)) {
+            return Err(format!(
+                "{addr} is taken by a process other than {old}, so the new process could not listen on it; \
+                 free it or change the config"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The inodes of the sockets process `pid` holds open.
+fn socket_inodes(pid: u32) -> Vec<u64> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|link| {
+            let text = link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_string();
+            text.parse().ok()
+        })
+        .collect()
+}
+
+/// The inodes of TCP sockets listening on `port`, on any address.
+fn listening_inodes(port: u16) -> Vec<u64> {
+    let mut found = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else { continue };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // local_address is ADDR:PORT in hex; st 0A is LISTEN; inode is the tenth field.
+            let (Some(local), Some(state), Some(inode)) = (fields.get(1), fields.get(3), fields.get(9)) else {
+                continue;
+            };
+            let local_port = local.rsplit_once(':').and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            if local_port == Some(port)
+                && *state == "0A"
+                && let Ok(inode) = inode.parse()
+            {
+                found.push(inode);
+            }
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_address_another_process_holds_is_refused_and_ours_or_a_free_one_is_not() {
+        let ours = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = ours.local_addr().unwrap().to_string();
+        assert!(listenable(&[&addr], std::process::id()).is_ok(), "held by the old process itself");
+        let why = listenable(&[&addr], u32::MAX).expect_err("held by another process");
+        assert!(why.contains(&addr) && why.contains("taken"), "{why}");
+        drop(ours);
+        assert!(listenable(&[&addr], u32::MAX).is_ok(), "free again");
+    }
 
     #[test]
     fn only_a_socket_newer_than_this_process_is_a_new_process_waiting() {

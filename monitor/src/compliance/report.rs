@@ -199,6 +199,37 @@ fn nearest(catalogue: &robotsgate_crawlers::Catalogue, name: &str) -> Option<Str
         .map(|(_, t)| t.clone())
 }
 
+/// How many files behind a crawler is that read `held` (a revision id) at
+/// `read_at`: the files the site served after its read that differ from
+/// the one it holds, counted once each. A crawler holding the file the site
+/// serves now is current (0), however often polls recorded that file
+/// again, and a body recorded but never served (a change held at the edge)
+/// is not counted. `served` is the site's states (when each began, and its
+/// revision when it was a file), oldest first; with none, the revisions
+/// first seen after the held one (`revisions`: id, first seen, size).
+/// `None` when the held revision is unknown.
+pub fn behind(served: &[(i64, Option<i64>)], revisions: &[(i64, i64, i64)], held: i64, read_at: i64) -> Option<i64> {
+    let first_seen = revisions.iter().find(|r| r.0 == held).map(|r| r.1)?;
+    let files: Vec<(i64, i64)> = served.iter().filter_map(|(at, r)| r.map(|r| (*at, r))).collect();
+    let Some(&(_, now)) = files.last() else {
+        return Some(revisions.iter().filter(|r| r.1 > first_seen).count() as i64);
+    };
+    if now == held {
+        return Some(0);
+    }
+    let mut since: Vec<i64> = files.iter().filter(|(at, r)| *at > read_at && *r != held).map(|(_, r)| *r).collect();
+    // The file being served when it read, if it was not the one it holds
+    // (it read a copy older than the site's, a cache, say).
+    if let Some(&(_, then)) = files.iter().rev().find(|(at, _)| *at <= read_at)
+        && then != held
+    {
+        since.push(then);
+    }
+    since.sort_unstable();
+    since.dedup();
+    Some(since.len() as i64)
+}
+
 /// The summary of `site` over the last `days`, for `crawler` if given.
 pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) -> anyhow::Result<Vec<CrawlerLine>> {
     anyhow::ensure!(m.site(site).is_some(), "no site named `{site}` in the config");
@@ -206,6 +237,8 @@ pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) 
     let rows = ledger::rows(m.store(), site, since, crawler).await?;
     let reads = ledger::reads(m.store(), site).await?;
     let revisions = m.store().revisions(site).await?;
+    let served: Vec<(i64, Option<i64>)> =
+        m.store().history(site).await?.into_iter().map(|s| (s.at, s.revision_id)).collect();
     let mut by: BTreeMap<String, CrawlerLine> = BTreeMap::new();
     for r in rows {
         let line = by
@@ -235,9 +268,7 @@ pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) 
         line.last_read = Some(read.at);
         line.read_revision = (read.revision > 0).then_some(read.revision);
         line.read_status = (read.status > 0).then_some(read.status);
-        // Revisions first seen after the one it holds.
-        let held = revisions.iter().find(|r| r.0 == read.revision).map(|r| r.1);
-        line.behind = held.map(|at| revisions.iter().filter(|r| r.1 > at).count() as i64);
+        line.behind = behind(&served, &revisions, read.revision, read.at);
     }
     // The deciding lines as written, each revision read once; and where an
     // imported revision came from.
@@ -428,4 +459,22 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64, days: i64, crawler: Opt
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::behind;
+
+    #[test]
+    fn a_crawler_holding_the_file_served_now_is_current() {
+        let revisions = [(1, 100, 10), (2, 200, 10), (3, 300, 10), (4, 400, 10)];
+        // Revision 1 served, then 2, then held bodies 3 and 4 (never served), then 1 again.
+        let served = [(100, Some(1)), (200, Some(2)), (250, None), (500, Some(1))];
+        assert_eq!(behind(&served, &revisions, 1, 150), Some(0), "holds the file served now");
+        assert_eq!(behind(&served, &revisions, 2, 210), Some(1), "one file (1) differs since");
+        assert_eq!(behind(&[(100, Some(1)), (200, Some(2)), (300, Some(3))], &revisions, 1, 150), Some(2));
+        assert_eq!(behind(&[(100, Some(1)), (200, Some(2))], &revisions, 1, 250), Some(1), "read late, still behind");
+        assert_eq!(behind(&served, &revisions, 9, 150), None, "an unknown revision");
+        assert_eq!(behind(&[], &revisions, 2, 0), Some(2), "no states: revisions first seen after");
+    }
 }

@@ -22,8 +22,9 @@ use sha2::{Digest, Sha256};
 
 /// The environment variable holding the token readers show.
 pub const TOKEN_ENV: &str = "ROBOTSGATE_CONSOLE_TOKEN";
-/// The admin token, which reads too.
-const ADMIN_ENV: &str = "ROBOTSGATE_ADMIN_TOKEN";
+/// The admin token, which reads too (one of its sources; see
+/// [`robotsgate_config::Config::admin_token`]).
+const ADMIN_ENV: &str = robotsgate_config::ADMIN_TOKEN_ENV;
 /// The cookie the login form sets.
 const COOKIE: &str = "robotsgate_console";
 
@@ -44,10 +45,16 @@ impl Access {
     /// when `public`, else by token; with `readers` (an htpasswd file), by
     /// name and password (or token) everywhere. An error names the key and
     /// the variable when a public address has nothing to ask for.
-    pub fn decide(listen: &str, public: bool, readers: Option<super::readers::Readers>) -> Result<Access, String> {
-        let tokens: Vec<[u8; 32]> = [TOKEN_ENV, ADMIN_ENV]
-            .iter()
-            .filter_map(|v| std::env::var(v).ok())
+    pub fn decide(
+        listen: &str,
+        public: bool,
+        readers: Option<super::readers::Readers>,
+        admin: Option<&str>,
+    ) -> Result<Access, String> {
+        let tokens: Vec<[u8; 32]> = std::env::var(TOKEN_ENV)
+            .ok()
+            .into_iter()
+            .chain(admin.map(str::to_string))
             .filter(|t| !t.is_empty())
             .map(|t| digest(&t))
             .collect();
@@ -197,9 +204,9 @@ mod tests {
 
     #[test]
     fn loopback_is_open_and_a_public_address_needs_a_token() {
-        assert!(Access::decide("127.0.0.1:8484", false, None).is_ok_and(|a| !a.asks()));
-        assert!(Access::decide("[::1]:8484", false, None).is_ok_and(|a| !a.asks()));
-        assert!(Access::decide("0.0.0.0:8484", true, None).is_ok_and(|a| !a.asks()));
+        assert!(Access::decide("127.0.0.1:8484", false, None, None).is_ok_and(|a| !a.asks()));
+        assert!(Access::decide("[::1]:8484", false, None, None).is_ok_and(|a| !a.asks()));
+        assert!(Access::decide("0.0.0.0:8484", true, None, None).is_ok_and(|a| !a.asks()));
         let token = Access { open: false, tokens: vec![digest("s3cret")], readers: None };
         assert!(token.accepts("s3cret") && !token.accepts("s3cre") && !token.accepts(""));
     }

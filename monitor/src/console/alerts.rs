@@ -94,12 +94,17 @@ pub async fn retry(store: &Store, id: i64, now: i64) -> Result<bool, StoreError>
     Ok(done.rows_affected() == 1)
 }
 
-/// Whether `given` is the admin token (`ROBOTSGATE_ADMIN_TOKEN`), compared
-/// in constant time. Without a configured token nothing may write.
-pub fn authorised(given: &str) -> bool {
-    let Ok(want) = std::env::var("ROBOTSGATE_ADMIN_TOKEN") else { return false };
-    if want.is_empty() || want.len() != given.len() {
-        return false;
+/// Whether `given` is the admin token, read as every surface reads it
+/// ([`robotsgate_config::Config::admin_token`]: the environment, then
+/// `proxy.admin_token_file`, then `proxy.admin_token`), compared in
+/// constant time. Without a configured token nothing may write.
+pub fn authorised(config: &robotsgate_config::Config, given: &str) -> bool {
+    match config.admin_token() {
+        Ok(Some(want)) => robotsgate_config::same_token(&want, given.trim()),
+        Ok(None) => false,
+        Err(e) => {
+            tracing::error!("{e}; refusing writes");
+            false
+        }
     }
-    want.bytes().zip(given.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }

@@ -113,7 +113,11 @@ pub async fn serve(
         Some(file) => Some(readers::Readers::read(file).map_err(anyhow::Error::msg)?),
         None => None,
     };
-    let access = access::Access::decide(listen, public, readers).map_err(anyhow::Error::msg)?;
+    // The admin token is read as the gateway reads it (environment, then
+    // `proxy.admin_token_file`, then `proxy.admin_token`); a file that
+    // cannot be read stops the start, as it stops the gateway's.
+    let admin = monitor.config().admin_token().map_err(anyhow::Error::msg)?;
+    let access = access::Access::decide(listen, public, readers, admin.as_deref()).map_err(anyhow::Error::msg)?;
     let listener =
         tokio::net::TcpListener::bind(listen).await.with_context(|| format!("console: cannot listen on {listen}"))?;
     tracing::info!(addr = %listener.local_addr()?, "console listening");

@@ -70,6 +70,7 @@ pub mod parse;
 pub mod pattern;
 mod policy;
 pub mod prefs;
+pub mod promise;
 pub mod reading;
 pub mod reference;
 mod robots;

@@ -1,0 +1,91 @@
+//! The gate's promise under sequences, with the real binaries: the
+//! sequences that once broke it, then fixed seeds of random runs on SQLite
+//! and on PostgreSQL (`scripts/soak-gate.sh` runs any number more).
+
+use std::time::Duration;
+
+use robotsgate_sim::check_actions;
+use robotsgate_sim::plan::{Action, Refusal, Surface};
+use rules::promise::Answer::{Bad, Failing, Good, Missing};
+use testkit::Db;
+
+/// How long a failing run may be shrunk in CI before it is reported.
+const SHRINK: Duration = Duration::from_secs(120);
+
+fn holds(db: Db, actions: &[Action], label: &str) {
+    if let Err(report) = check_actions(db, actions, label, SHRINK) {
+        panic!("{report}");
+    }
+}
+
+/// The same bad body deployed again after a release and a good file is a
+/// new change: held, alerted and mailed again (it went live unheld).
+#[test]
+fn the_same_bad_body_after_a_release_is_held_again() {
+    use Action::*;
+    let steps =
+        [Serve(Bad(0)), Release(Surface::Cli), Serve(Good(0)), Serve(Bad(0)), Serve(Bad(0)), Release(Surface::Cli)];
+    holds(Db::Sqlite, &steps, "bad-twice");
+    // A rollback of a rollback through a 404, and through the other body.
+    let steps = [Serve(Bad(1)), Release(Surface::Admin(1)), Serve(Missing), Serve(Good(1)), Serve(Bad(1))];
+    holds(Db::Sqlite, &steps, "bad-after-404");
+    let steps = [Serve(Bad(0)), Release(Surface::Api), Serve(Bad(1)), Serve(Good(0)), Serve(Bad(0)), Serve(Failing)];
+    holds(Db::Sqlite, &steps, "bad-after-bad");
+}
+
+/// An upgrade that must fail (an unreadable token file, a port another
+/// program holds, a bad certificate) leaves the old process serving, with
+/// no refused request under load on either request path, and says why.
+#[test]
+fn an_upgrade_that_must_fail_leaves_the_old_process_serving() {
+    use Action::*;
+    let steps = [
+        FailedUpgrade(0, Refusal::Token),
+        FailedUpgrade(1, Refusal::Token),
+        FailedUpgrade(0, Refusal::Port),
+        FailedUpgrade(1, Refusal::Certificate),
+        Serve(Bad(0)),
+        FailedUpgrade(1, Refusal::Port),
+        Upgrade(0),
+        Upgrade(1),
+        Release(Surface::Admin(0)),
+    ];
+    holds(Db::Sqlite, &steps, "failed-upgrades");
+}
+
+/// `admin_token_file` alone releases from the console's form, the API and
+/// the gateway's admin API, as from the CLI.
+#[test]
+fn every_surface_releases_with_the_token_file_alone() {
+    use Action::*;
+    let steps = [
+        Serve(Bad(0)),
+        Release(Surface::Console),
+        Serve(Good(0)),
+        Serve(Bad(1)),
+        Release(Surface::Api),
+        Serve(Good(1)),
+        Serve(Bad(0)),
+        Release(Surface::Admin(1)),
+        Release(Surface::Console),
+    ];
+    holds(Db::Sqlite, &steps, "surfaces");
+}
+
+#[test]
+fn fixed_seeds_hold_on_sqlite() {
+    for seed in [1, 2] {
+        if let Err(report) = robotsgate_sim::check_seed(Db::Sqlite, seed, 40, SHRINK) {
+            panic!("{report}");
+        }
+    }
+}
+
+#[test]
+fn fixed_seeds_hold_on_postgres() {
+    for seed in [3, 4] {
+        if let Err(report) = robotsgate_sim::check_seed(Db::Postgres, seed, 40, SHRINK) {
+            panic!("{report}");
+        }
+    }
+}

@@ -134,6 +134,7 @@ fn apply(w: &mut World, model: &Gate, action: Action, tally: &mut Tally) -> Resu
                 .and_then(|p| p.parse().ok())
                 .ok_or_else(|| format!("upgrade did not name the new process: {text}"))?;
             w.gateways[i].taken_over(pid);
+            w.gateways[i].settled()?;
             if failed > 0 {
                 return Err(format!("{failed} of {sent} requests failed during the upgrade"));
             }

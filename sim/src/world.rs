@@ -153,6 +153,13 @@ impl World {
             m.start();
             world.monitors.push(m);
         }
+        // The monitors' first poll records the site's first state (no
+        // alert); with a daily interval, they poll no more in a run, so
+        // every alert after it is a hold's.
+        let polled = wait_until(30, || {
+            testkit::scalar(&world.database, "SELECT COUNT(*) FROM states WHERE site = 'shop'") >= 1
+        });
+        assert!(polled, "no monitor recorded the site's first state");
         Some(world)
     }
 
@@ -292,13 +299,28 @@ impl Gateway {
     }
 
     /// The process took over by an upgrade: it is not our child.
+    /// Both processes accept on the handed-over sockets until the old one
+    /// has drained (Pingora gives it five seconds), so this waits for it
+    /// to go: what a crawler gets after the step is the new process's.
     pub fn taken_over(&mut self, pid: u32) {
-        if let Some(mut old) = self.child.take() {
-            // The old process exits on its own once drained; reap it.
-            let _ = old.0.wait();
-            std::mem::forget(old);
+        let old = self.pid;
+        if let Some(mut child) = self.child.take() {
+            // Ours: reap it.
+            let _ = child.0.wait();
+            std::mem::forget(child);
         }
+        wait_until(30, || !alive(old));
         self.pid = pid;
+    }
+
+    /// Waits until the serving process has read the origin once since it
+    /// started: its first refresh, which a requested one must not race.
+    pub fn settled(&self) -> Result<(), String> {
+        if wait_until(20, || self.last_fetch().is_some()) {
+            Ok(())
+        } else {
+            Err(format!("gateway {} never read the origin after taking over", self.addr))
+        }
     }
 
     /// An admin request with the token.

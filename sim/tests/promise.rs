@@ -89,3 +89,10 @@ fn fixed_seeds_hold_on_postgres() {
         }
     }
 }
+
+#[test]
+#[ignore]
+fn two_upgrades_then_a_bad_body() {
+    use Action::*;
+    holds(Db::Sqlite, &[Upgrade(0), Upgrade(0), Serve(Bad(1))], "two-upgrades");
+}

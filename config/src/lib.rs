@@ -9,8 +9,8 @@
 
 #![deny(missing_docs)]
 
-mod explain;
 mod credentials;
+mod explain;
 pub mod origin;
 pub mod pins;
 pub mod telemetry;
@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub use pins::{Expectation, GateMode, Pins, UrlEntry, UrlSet};
 pub use credentials::{ADMIN_TOKEN_ENV, same_token};
+pub use pins::{Expectation, GateMode, Pins, UrlEntry, UrlSet};
 
 /// Why a configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]

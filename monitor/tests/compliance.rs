@@ -198,6 +198,25 @@ fn run(db: Db) {
     let out = monitor(&cfg, &["compliance", "shop", "--crawler", "gptbot"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("GPTBot (OpenAI, ai-training): 1 request,"));
 
+    // "Behind" counts files served since, not revisions recorded: a third
+    // file served for a while, then the one Googlebot read is back. The
+    // crawler holds what the site serves now: current, not "1 behind".
+    let behind = |cfg: &std::path::Path| {
+        let out = monitor(cfg, &["compliance", "shop", "--crawler", "Googlebot", "--output", "json"]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        report[0]["behind"].as_i64()
+    };
+    origin.set("/robots.txt", Reply::ok(format!("{V2}Disallow: /tmp\n")));
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    assert_eq!(behind(&cfg), Some(1), "one file served since its read");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    origin.set("/robots.txt", Reply::ok(V2));
+    assert_eq!(monitor(&cfg, &["once"]).status.code(), Some(0));
+    assert_eq!(behind(&cfg), Some(0), "it holds the file served now");
+    let text =
+        String::from_utf8_lossy(&monitor(&cfg, &["compliance", "shop", "--crawler", "Googlebot"]).stdout).into_owned();
+    assert!(text.contains("the file the site serves now") && !text.contains("behind"), "{text}");
+
     // The console: the Compliance pages and their JSON, held to the
     // OpenAPI document.
     console(&cfg, db == Db::Sqlite);

@@ -397,9 +397,7 @@ impl Refresher {
         // The outcome served until now gives way to another: a release that
         // let it through is spent, on this gateway and in the fleet, so the
         // same bytes coming back later are a new change, judged afresh.
-        if !held
-            && let Some(replaced) = replaced.filter(|r| r != key)
-        {
+        if !held && let Some(replaced) = replaced.filter(|r| r != key) {
             self.store.spend(&site.name, &replaced);
             if let Some(shared) = &self.shared {
                 shared.spend(&site.name, &replaced, at).await;

@@ -221,7 +221,9 @@ impl Shared {
             robotsgate_history::gate::spend(&mut conn, site, key, to_millis(at)).await
         };
         match tokio::time::timeout(CALL_TIMEOUT, write).await {
-            Ok(Ok(true)) => tracing::info!(site, outcome = key, "the released change was replaced; its release is spent"),
+            Ok(Ok(true)) => {
+                tracing::info!(site, outcome = key, "the released change was replaced; its release is spent")
+            }
             Ok(Ok(false)) => {}
             Ok(Err(e)) => self.failed("spending a release", e.to_string()).await,
             Err(_) => self.failed("spending a release", "timed out".into()).await,

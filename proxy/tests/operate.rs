@@ -179,3 +179,66 @@ fn a_missing_config_is_said_once() {
     assert!(err.contains(missing), "{err}");
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
 }
+
+/// Every path in the config is read from the config file's folder, never
+/// the working directory, by `--check` and by a start alike: a relative
+/// `admin_token_file` opens `/status` for a gateway started elsewhere, and
+/// `--check` refuses one that cannot be read, naming it, as a start would.
+#[test]
+fn check_and_start_read_the_token_file_from_the_config_folder() {
+    let dir = temp_dir("token-file-paths");
+    let elsewhere = temp_dir("token-file-cwd");
+    std::fs::write(dir.join("admin-token"), "file-token\n").unwrap();
+    let (listen, admin) = (free_port(), free_port());
+    let config = |token_file: &str| {
+        format!(
+            "proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  admin_token_file: {token_file}\n  state_dir: state\n\
+             sites:\n  - name: shop\n    proxy: {{ hosts: [shop.test], origin: \"127.0.0.1:1\" }}\n"
+        )
+    };
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, config("admin-token")).unwrap();
+    let check = |cfg: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+            .arg("--config")
+            .arg(cfg)
+            .arg("--check")
+            .current_dir(&elsewhere)
+            .env_remove("ROBOTSGATE_ADMIN_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let out = check(&cfg);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("admin token: read"));
+
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, config("no-such-token")).unwrap();
+    let out = check(&bad);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("proxy.admin_token_file") && err.contains(&dir.join("no-such-token").display().to_string()),
+        "{err}"
+    );
+
+    // Started from elsewhere, the gateway reads the same file.
+    let child = Command::new(env!("CARGO_BIN_EXE_robots-proxy"))
+        .arg("--config")
+        .arg(&cfg)
+        .current_dir(&elsewhere)
+        .env_remove("ROBOTSGATE_ADMIN_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _proc = Proc(child);
+    let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
+    assert!(wait_listening(admin, 20));
+    let status = |token: &str| {
+        let auth = format!("Bearer {token}");
+        request(admin, "GET", "localhost", "/status", &[("Authorization", &auth)]).map(|r| r.status)
+    };
+    assert_eq!(status("file-token"), Some(200));
+    assert_eq!(status("wrong"), Some(401));
+}

@@ -49,6 +49,9 @@ pub enum Action {
     FailedUpgrade(usize, Refusal),
     /// `kill -9` of monitor N, then a start.
     KillMonitor(usize),
+    /// Gateway N replaced by a new replica: `kill -9`, its state folder
+    /// gone (a new machine), a cold start from the fleet's database.
+    NewReplica(usize),
 }
 
 impl Action {
@@ -75,7 +78,7 @@ impl Seeded {
     }
 
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn bits(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -85,7 +88,7 @@ impl Seeded {
 
     /// A number below `n`.
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.bits() % n.max(1)
     }
 }
 
@@ -94,13 +97,23 @@ pub const GATEWAYS: usize = 2;
 /// See [`GATEWAYS`].
 pub const MONITORS: usize = 2;
 
-/// `steps` steps drawn from `seed`.
+/// `steps` steps drawn from `seed`. The draw follows the model as it goes,
+/// so that releases come mostly while something is held (a release with
+/// nothing held is tried too, and must be refused).
 pub fn plan(seed: u64, steps: usize) -> Vec<Action> {
     let mut rng = Seeded::new(seed);
+    let mut model = rules::promise::Gate::new(Answer::Good(0));
     let mut out = Vec::with_capacity(steps);
     for _ in 0..steps {
         let gateway = rng.below(GATEWAYS as u64) as usize;
-        let roll = rng.below(100);
+        let roll = match (model.held.is_some(), rng.below(100)) {
+            // Held: a release one time in three.
+            (true, r) if r < 33 => 50,
+            (true, r) => r,
+            // Nothing held: a release one time in twenty-five.
+            (false, r) if (50..=66).contains(&r) && rng.below(4) > 0 => rng.below(50),
+            (false, r) => r,
+        };
         let action = match roll {
             0..=49 => Action::Serve(match rng.below(100) {
                 0..=17 => Answer::Good(0),
@@ -128,8 +141,10 @@ pub fn plan(seed: u64, steps: usize) -> Vec<Action> {
                     _ => Refusal::Certificate,
                 },
             ),
+            94..=96 => Action::NewReplica(gateway),
             _ => Action::KillMonitor(rng.below(MONITORS as u64) as usize),
         };
+        model.step(action.step());
         out.push(action);
     }
     out

@@ -127,28 +127,15 @@ impl World {
         for i in 0..crate::plan::GATEWAYS {
             let (listen, admin) = (free_port(), free_port());
             let config = world.write_config(&format!("gateway-{i}"), listen, admin, i == 0, None, "");
-            let mut g = Gateway {
-                child: None,
-                pid: 0,
-                addr: addr(listen),
-                admin: addr(admin),
-                config,
-                fast: i == 0,
-            };
+            let mut g = Gateway { child: None, pid: 0, addr: addr(listen), admin: addr(admin), config, fast: i == 0 };
             g.start().expect("a gateway starts");
             world.gateways.push(g);
         }
         for i in 0..crate::plan::MONITORS {
             let console = (i == 0).then(free_port);
             let g = &world.gateways[i % world.gateways.len()];
-            let config = world.write_config(
-                &format!("monitor-{i}"),
-                g.addr.port(),
-                g.admin.port(),
-                g.fast,
-                console,
-                "",
-            );
+            let config =
+                world.write_config(&format!("monitor-{i}"), g.addr.port(), g.admin.port(), g.fast, console, "");
             let mut m = Monitor { proc: None, config, console: console.map(addr) };
             m.start();
             world.monitors.push(m);
@@ -156,9 +143,8 @@ impl World {
         // The monitors' first poll records the site's first state (no
         // alert); with a daily interval, they poll no more in a run, so
         // every alert after it is a hold's.
-        let polled = wait_until(30, || {
-            testkit::scalar(&world.database, "SELECT COUNT(*) FROM states WHERE site = 'shop'") >= 1
-        });
+        let polled =
+            wait_until(30, || testkit::scalar(&world.database, "SELECT COUNT(*) FROM states WHERE site = 'shop'") >= 1);
         assert!(polled, "no monitor recorded the site's first state");
         Some(world)
     }

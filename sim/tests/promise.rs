@@ -96,3 +96,40 @@ fn two_upgrades_then_a_bad_body() {
     use Action::*;
     holds(Db::Sqlite, &[Upgrade(0), Upgrade(0), Serve(Bad(1))], "two-upgrades");
 }
+
+/// Every surface takes the token from `admin_token_file` (named relative
+/// to the config, nothing in the environment): a wrong token and none are
+/// refused and release nothing; the right one releases.
+#[test]
+fn every_surface_refuses_a_wrong_token_and_none() {
+    use robotsgate_sim::plan::Surface::{Admin, Api, Console};
+    use robotsgate_sim::run::release_with;
+    let dir = testkit::temp_dir("sim-tokens");
+    let mut w = robotsgate_sim::world::World::start(Db::Sqlite, &dir, Good(0)).expect("SQLite");
+    w.serve(Bad(0));
+    w.refresh().unwrap();
+    let held = |w: &robotsgate_sim::world::World| w.gateways[0].status().unwrap()["held"].is_object();
+    assert!(held(&w));
+    for surface in [Console, Api, Admin(0), Admin(1)] {
+        for token in [Some("wrong-token"), None] {
+            let (status, said) = release_with(&w, surface, token).unwrap();
+            assert!(matches!(status, 401 | 403), "{surface:?} with {token:?}: {status} {said}");
+        }
+        w.refresh().unwrap();
+        assert!(held(&w), "{surface:?}: a refused release released");
+    }
+    for (i, surface) in [Console, Api, Admin(1)].into_iter().enumerate() {
+        let (status, said) = release_with(&w, surface, Some(robotsgate_sim::world::TOKEN)).unwrap();
+        assert!(matches!(status, 200 | 202), "{surface:?}: {status} {said}");
+        w.refresh().unwrap();
+        assert!(!held(&w), "{surface:?} released nothing");
+        // The next deploy of a breaking body, for the next surface.
+        w.serve(Good(0));
+        w.refresh().unwrap();
+        w.serve(if i % 2 == 0 { Bad(1) } else { Bad(0) });
+        w.refresh().unwrap();
+        assert!(held(&w));
+    }
+    drop(w);
+    let _ = std::fs::remove_dir_all(&dir);
+}

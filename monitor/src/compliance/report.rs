@@ -368,7 +368,7 @@ pub fn read_words(l: &CrawlerLine, now: i64) -> Option<String> {
         _ => "it got no answer".to_string(),
     };
     let behind = match l.behind {
-        Some(0) => ", the newest".to_string(),
+        Some(0) => ", the file the site serves now".to_string(),
         Some(n) => format!(", {n} behind"),
         None => String::new(),
     };

@@ -741,7 +741,10 @@ pub struct RetryForm {
 
 async fn retry(m: &Monitor, id: i64, token: &str) -> Result<String, Failure> {
     if !super::alerts::authorised(m.config(), token) {
-        return Err(Failure(StatusCode::FORBIDDEN, "retrying needs the admin token (ROBOTSGATE_ADMIN_TOKEN or proxy.admin_token_file)".into()));
+        return Err(Failure(
+            StatusCode::FORBIDDEN,
+            "retrying needs the admin token (ROBOTSGATE_ADMIN_TOKEN or proxy.admin_token_file)".into(),
+        ));
     }
     if super::alerts::retry(m.store(), id, now_ms()).await? {
         Ok(format!("Alert {id} will be sent on the next delivery round."))
@@ -799,7 +802,10 @@ async fn release(
     token: &str,
 ) -> Result<crate::release::Released, Failure> {
     if !super::alerts::authorised(m.config(), token) {
-        return Err(Failure(StatusCode::FORBIDDEN, "releasing needs the admin token (ROBOTSGATE_ADMIN_TOKEN or proxy.admin_token_file)".into()));
+        return Err(Failure(
+            StatusCode::FORBIDDEN,
+            "releasing needs the admin token (ROBOTSGATE_ADMIN_TOKEN or proxy.admin_token_file)".into(),
+        ));
     }
     use crate::release::ReleaseError;
     crate::release::release(m, name, revision, "the console").await.map_err(|e| match e {

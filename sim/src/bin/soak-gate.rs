@@ -25,8 +25,17 @@ fn main() {
         match check_seed(db, seed, steps, Duration::from_secs(600)) {
             Ok(Some(t)) => {
                 println!(
-                    "seed {seed}: {} steps, {} kills, {} upgrades ({} had to fail), {} releases ({} with nothing held), {} holds, {} resolved, {}/{} requests failed under upgrades",
-                    t.steps, t.kills, t.upgrades, t.failed_upgrades, t.releases, t.refused_releases, t.holds, t.resolved, t.load_failures, t.load_requests
+                    "seed {seed}: {} steps, {} kills, {} upgrades and {} that had to fail, {} releases ({} with nothing held), {} holds, {} resolved, {}/{} requests failed under upgrades",
+                    t.steps,
+                    t.kills,
+                    t.upgrades,
+                    t.failed_upgrades,
+                    t.releases,
+                    t.refused_releases,
+                    t.holds,
+                    t.resolved,
+                    t.load_failures,
+                    t.load_requests
                 );
                 seeds += 1;
                 total.steps += t.steps;
@@ -52,7 +61,7 @@ fn main() {
         seed = seed.wrapping_add(1);
     }
     println!(
-        "soak-gate: {:?}, {}s, seeds {first}..{}: {seeds} runs, {} steps, {} kills, {} upgrades ({} had to fail), {} releases ({} with nothing held), {} holds, {} resolved, {} of {} requests failed under upgrades; no divergence from the promise",
+        "soak-gate: {:?}, {}s, seeds {first}..{}: {seeds} runs, {} steps, {} kills, {} upgrades and {} that had to fail, {} releases ({} with nothing held), {} holds, {} resolved, {} of {} requests failed under upgrades; no divergence from the promise",
         db,
         started.elapsed().as_secs(),
         seed,

@@ -222,6 +222,23 @@ pub async fn spend(conn: &mut AnyConnection, site: &str, outcome: &str, at: i64)
     Ok(done.rows_affected() > 0)
 }
 
+/// The change a gateway of the fleet holds for `site` now, if any: the
+/// newest active hold, with the held body (kept as a revision) when it is
+/// a file. What a new replica takes over with the fleet's copy.
+pub async fn held_now(pool: &AnyPool, site: &str) -> Result<Option<(Held, Option<Vec<u8>>)>, sqlx::Error> {
+    let Some(held) = holds(pool, Some(site), false).await?.into_iter().next() else { return Ok(None) };
+    if held.outcome.starts_with("status:") {
+        return Ok(Some((held, None)));
+    }
+    let row = sqlx::query("SELECT body FROM revisions WHERE site = $1 AND hash = $2")
+        .bind(site)
+        .bind(&held.outcome)
+        .fetch_optional(pool)
+        .await?;
+    let body = row.map(|r| r.try_get::<Vec<u8>, _>("body")).transpose()?;
+    Ok(body.map(|b| (held, Some(b))))
+}
+
 /// The holds of `site` (every site when `None`), newest first: those a
 /// gateway holds now, or every one, released and ended included, when
 /// `released`.

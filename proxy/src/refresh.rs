@@ -167,6 +167,13 @@ impl Refresher {
         let served = self.serve_good(site, Bytes::from(body), None, good_at, Origin::LastGood);
         self.store.set(&site.name, State::Serve(Arc::new(served)));
         tracing::info!(site = %site.name, age_secs = age.as_secs(), "took the last good robots.txt from the database");
+        // A replica with nothing of its own holds what the fleet holds.
+        if self.store.restore_hold(&site.name).is_none()
+            && let Some((status, body, since)) = shared.held_now(&site.name).await
+        {
+            self.store.persist_hold(&site.name, status, body.as_deref(), since);
+        }
+        self.restore_hold(site);
     }
 
     /// Which of `candidates` (newest first) a gateway may take: the newest
@@ -248,9 +255,50 @@ impl Refresher {
                     let served = self.serve_good(site, Bytes::from(body), None, good_at, Origin::LastGood);
                     self.store.set(&site.name, State::Serve(Arc::new(served)));
                     tracing::info!(site = %site.name, age_secs = age.as_secs(), "restored last-known-good robots.txt from disk");
+                    self.restore_hold(site);
                 }
             }
         }
+    }
+
+    /// Takes back the change this gateway held before it stopped (kept on
+    /// disk), when it still breaks what is declared against the copy
+    /// restored: crawlers get the copy labelled `held`, and `/status` says
+    /// what is held, through an outage that outlasts the restart.
+    fn restore_hold(&self, site: &SiteRobots) {
+        let Some((status, body, since)) = self.store.restore_hold(&site.name) else { return };
+        let current = self.store.state(&site.name);
+        let State::Serve(served) = &*current else { return };
+        if site.declared.mode != rules::gate::Mode::Hold {
+            return;
+        }
+        let (key, new) = match &body {
+            Some(b) => (crate::gate::outcome_key(b), Policy::Rules(rules::Robots::parse(b))),
+            None => {
+                let status = status.unwrap_or(404);
+                (robotsgate_history::gate::outcome_of_status(status), Policy::AllowAll(Reason::ClientError(status)))
+            }
+        };
+        let breaches = rules::gate::breaches(
+            &Policy::Rules(served.robots.clone()),
+            &new,
+            &site.declared.pins,
+            &site.declared.floor,
+        );
+        if breaches.is_empty() {
+            self.store.forget_hold(&site.name);
+            return;
+        }
+        let hold = Arc::new(Hold { key, status, body: body.map(Bytes::from), breaches, since });
+        let (copy, robots) = (served.body.clone(), Some(served.robots.clone()));
+        let mut kept = self.served_parsed(&site.name, copy, robots, Origin::Held, served.good_at);
+        kept.origin = served.origin.clone();
+        kept.cut = served.cut;
+        self.store.set(&site.name, State::Serve(Arc::new(kept)));
+        self.metrics.robots_held.with_label_values(&[&site.name]).set(1);
+        let health = Health { held: Some(hold), ..Health::clone(&self.store.health(&site.name)) };
+        self.store.set_health(&site.name, health);
+        tracing::info!(site = %site.name, "restored the change held before the restart; crawlers keep the last good copy");
     }
 
     /// Refreshes every site once.
@@ -394,6 +442,9 @@ impl Refresher {
         let stale = matches!(&*self.store.state(&site.name), State::Serve(s) if s.age() > self.max_staleness);
         let replaced = outcome_served(&self.store.state(&site.name));
         let held = self.judge(site, key, status, body, new, health, at).await;
+        if !held && previous.is_some() {
+            self.store.forget_hold(&site.name);
+        }
         // The outcome served until now gives way to another: a release that
         // let it through is spent, on this gateway and in the fleet, so the
         // same bytes coming back later are a new change, judged afresh.
@@ -490,6 +541,9 @@ impl Refresher {
             tracing::warn!(site = %site.name, outcome = key, "a change to robots.txt is held; crawlers keep the last good copy: {}", hold.summary());
         }
         gauge.set(1);
+        if previous.as_ref().is_none_or(|h| h.key != key) {
+            self.store.persist_hold(&site.name, status, body.map(|b| &b[..]), hold.since);
+        }
         if let Some(shared) = &self.shared {
             // Off the refresh loop, as saving is.
             let (shared, name, hold) = (Arc::clone(shared), site.name.clone(), Arc::clone(&hold));

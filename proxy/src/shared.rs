@@ -230,6 +230,24 @@ impl Shared {
         }
     }
 
+    /// The change the fleet holds for `site` now: its status, its body when
+    /// a file, and since when. `None` when nothing is held or the database
+    /// cannot say.
+    pub async fn held_now(&self, site: &str) -> Option<(Option<u16>, Option<Vec<u8>>, SystemTime)> {
+        let db = self.db().await?;
+        match tokio::time::timeout(CALL_TIMEOUT, robotsgate_history::gate::held_now(&db.pool, site)).await {
+            Ok(Ok(found)) => found.map(|(h, body)| (h.status, body, from_millis(h.first_held))),
+            Ok(Err(e)) => {
+                self.failed("reading the fleet's hold", e.to_string()).await;
+                None
+            }
+            Err(_) => {
+                self.failed("reading the fleet's hold", "timed out".into()).await;
+                None
+            }
+        }
+    }
+
     /// Whether the fleet released the held outcome `key` of `site`. False
     /// when the database cannot say: a hold stands until a release is seen.
     pub async fn released(&self, site: &str, key: &str) -> bool {

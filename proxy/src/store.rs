@@ -276,6 +276,44 @@ impl RobotsStore {
         Some((body, UNIX_EPOCH + Duration::from_secs(secs)))
     }
 
+    fn held_path(&self, site: &str) -> PathBuf {
+        self.paths(site).0.with_extension("held")
+    }
+
+    /// Keeps the change held for `site` on disk (its status, its body when
+    /// a file, since when), so that a restart during an outage still
+    /// knows it holds it: the label crawlers get and `/status` stay true.
+    pub fn persist_hold(&self, site: &str, status: Option<u16>, body: Option<&[u8]>, since: SystemTime) {
+        let secs = since.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        let status = status.map_or_else(|| "-".to_string(), |s| s.to_string());
+        let mut text = format!("{secs}\n{status}\n{}\n", if body.is_some() { "body" } else { "none" }).into_bytes();
+        text.extend_from_slice(body.unwrap_or_default());
+        let path = self.held_path(site);
+        let tmp = path.with_extension("held-tmp");
+        let written = std::fs::create_dir_all(&self.dir)
+            .and_then(|()| std::fs::write(&tmp, text))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            tracing::warn!(site, "cannot keep the held change on disk: {e}");
+        }
+    }
+
+    /// Forgets the held change of `site` on disk.
+    pub fn forget_hold(&self, site: &str) {
+        let _ = std::fs::remove_file(self.held_path(site));
+    }
+
+    /// The held change of `site` kept on disk: status, body, since.
+    pub fn restore_hold(&self, site: &str) -> Option<(Option<u16>, Option<Vec<u8>>, SystemTime)> {
+        let raw = std::fs::read(self.held_path(site)).ok()?;
+        let mut parts = raw.splitn(4, |b| *b == b'\n');
+        let secs: u64 = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
+        let status = std::str::from_utf8(parts.next()?).ok()?.parse().ok();
+        let has_body = parts.next()? == b"body";
+        let body = has_body.then(|| parts.next().unwrap_or_default().to_vec());
+        Some((status, body, UNIX_EPOCH + Duration::from_secs(secs)))
+    }
+
     /// Releases the held outcome `key` of `site`: the gate lets exactly
     /// that outcome through from now on. False for an unknown site.
     pub fn release(&self, site: &str, key: &str) -> bool {

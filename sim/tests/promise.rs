@@ -133,3 +133,15 @@ fn every_surface_refuses_a_wrong_token_and_none() {
     drop(w);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A gateway restarted, or replaced by a new replica, during an outage
+/// while a change is held keeps saying so: crawlers get the copy labelled
+/// `held`, and `/status` names the hold (it said `last-good` and nothing).
+#[test]
+fn a_restart_during_an_outage_keeps_the_hold() {
+    use Action::*;
+    let steps = [Serve(Bad(0)), Serve(Failing), KillGateway(1), RestartGateway(0), NewReplica(1), Serve(Bad(0))];
+    holds(Db::Sqlite, &steps, "outage-restart");
+    let steps = [Serve(Bad(1)), Serve(Failing), NewReplica(0), Upgrade(0), Serve(Good(0))];
+    holds(Db::Postgres, &steps, "outage-replica");
+}

@@ -14,4 +14,10 @@ source scripts/services.sh
 secs="${1:-3600}"
 shift || true
 cargo build --locked --bins -p proxy -p monitor -p robotsgate-sim
-exec target/debug/soak-gate "$secs" "$@"
+# The run uses copies of the binaries, so that a build during a long soak
+# does not swap them under it.
+bin=$(mktemp -d -t soak-gate-bin.XXXXXX)
+trap 'rm -rf "$bin"' EXIT
+cp target/debug/robots-proxy target/debug/robots-monitor target/debug/soak-gate "$bin/"
+export ROBOTSGATE_SIM_BIN_DIR="$bin"
+"$bin/soak-gate" "$secs" "$@"

@@ -94,6 +94,26 @@ impl Shared {
         }
     }
 
+    /// `call`, bounded by [`CALL_TIMEOUT`]; `None` when it failed or timed
+    /// out, which parks the database and is logged as happening while `doing`.
+    async fn bounded<T, E: std::fmt::Display>(
+        &self,
+        doing: &str,
+        call: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Option<T> {
+        match tokio::time::timeout(CALL_TIMEOUT, call).await {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(e)) => {
+                self.failed(doing, e.to_string()).await;
+                None
+            }
+            Err(_) => {
+                self.failed(doing, "timed out".into()).await;
+                None
+            }
+        }
+    }
+
     /// Parks the database after a failed call.
     async fn failed(&self, doing: &str, error: String) {
         tracing::warn!("database error while {doing}: {error}; serving from local copies");
@@ -104,17 +124,12 @@ impl Shared {
     /// each was last seen. Empty when the database cannot say.
     pub async fn latest(&self, site: &str) -> Vec<(Vec<u8>, SystemTime)> {
         let Some(db) = self.db().await else { return Vec::new() };
-        match tokio::time::timeout(CALL_TIMEOUT, robotsgate_history::latest(&db.pool, site, CANDIDATES)).await {
-            Ok(Ok(seen)) => seen.into_iter().map(|Seen { body, last_seen }| (body, from_millis(last_seen))).collect(),
-            Ok(Err(e)) => {
-                self.failed("reading last good copies", e.to_string()).await;
-                Vec::new()
-            }
-            Err(_) => {
-                self.failed("reading last good copies", "timed out".into()).await;
-                Vec::new()
-            }
-        }
+        let seen = self.bounded("reading last good copies", robotsgate_history::latest(&db.pool, site, CANDIDATES));
+        seen.await
+            .unwrap_or_default()
+            .into_iter()
+            .map(|Seen { body, last_seen }| (body, from_millis(last_seen)))
+            .collect()
     }
 
     /// Records that `site`'s origin served the good `body` at `at`, unless
@@ -133,12 +148,8 @@ impl Shared {
             let mut conn = db.pool.acquire().await?;
             robotsgate_history::record(&mut conn, site, body, millis).await
         };
-        match tokio::time::timeout(CALL_TIMEOUT, write).await {
-            Ok(Ok(_)) => {
-                self.written.lock().unwrap_or_else(|e| e.into_inner()).insert(site.to_string(), (hash, Instant::now()));
-            }
-            Ok(Err(e)) => self.failed("keeping a good copy", e.to_string()).await,
-            Err(_) => self.failed("keeping a good copy", "timed out".into()).await,
+        if self.bounded("keeping a good copy", write).await.is_some() {
+            self.written.lock().unwrap_or_else(|e| e.into_inner()).insert(site.to_string(), (hash, Instant::now()));
         }
     }
 }
@@ -155,11 +166,7 @@ impl Shared {
             let mut conn = db.pool.acquire().await?;
             robotsgate_history::record_removal(&mut conn, site, status, millis).await
         };
-        match tokio::time::timeout(CALL_TIMEOUT, write).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => self.failed("recording a removed robots.txt", e.to_string()).await,
-            Err(_) => self.failed("recording a removed robots.txt", "timed out".into()).await,
-        }
+        self.bounded("recording a removed robots.txt", write).await;
     }
 }
 
@@ -187,11 +194,7 @@ impl Shared {
             let mut conn = db.pool.acquire().await?;
             robotsgate_history::gate::record_hold(&mut conn, &holding).await
         };
-        match tokio::time::timeout(CALL_TIMEOUT, write).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => self.failed("recording a held change", e.to_string()).await,
-            Err(_) => self.failed("recording a held change", "timed out".into()).await,
-        }
+        self.bounded("recording a held change", write).await;
     }
 
     /// Records that this gateway stopped holding `key` of `site` (fetched at
@@ -202,11 +205,7 @@ impl Shared {
             let mut conn = db.pool.acquire().await?;
             robotsgate_history::gate::end_hold(&mut conn, site, key, why, to_millis(at)).await
         };
-        match tokio::time::timeout(CALL_TIMEOUT, write).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => self.failed("recording the end of a hold", e.to_string()).await,
-            Err(_) => self.failed("recording the end of a hold", "timed out".into()).await,
-        }
+        self.bounded("recording the end of a hold", write).await;
     }
 
     /// Spends the fleet's release of `key` of `site` at `at`: this gateway
@@ -220,13 +219,8 @@ impl Shared {
             let mut conn = db.pool.acquire().await?;
             robotsgate_history::gate::spend(&mut conn, site, key, to_millis(at)).await
         };
-        match tokio::time::timeout(CALL_TIMEOUT, write).await {
-            Ok(Ok(true)) => {
-                tracing::info!(site, outcome = key, "the released change was replaced; its release is spent")
-            }
-            Ok(Ok(false)) => {}
-            Ok(Err(e)) => self.failed("spending a release", e.to_string()).await,
-            Err(_) => self.failed("spending a release", "timed out".into()).await,
+        if self.bounded("spending a release", write).await == Some(true) {
+            tracing::info!(site, outcome = key, "the released change was replaced; its release is spent");
         }
     }
 
@@ -235,34 +229,17 @@ impl Shared {
     /// cannot say.
     pub async fn held_now(&self, site: &str) -> Option<(Option<u16>, Option<Vec<u8>>, SystemTime)> {
         let db = self.db().await?;
-        match tokio::time::timeout(CALL_TIMEOUT, robotsgate_history::gate::held_now(&db.pool, site)).await {
-            Ok(Ok(found)) => found.map(|(h, body)| (h.status, body, from_millis(h.first_held))),
-            Ok(Err(e)) => {
-                self.failed("reading the fleet's hold", e.to_string()).await;
-                None
-            }
-            Err(_) => {
-                self.failed("reading the fleet's hold", "timed out".into()).await;
-                None
-            }
-        }
+        let found = self.bounded("reading the fleet's hold", robotsgate_history::gate::held_now(&db.pool, site));
+        let (held, body) = found.await??;
+        Some((held.status, body, from_millis(held.first_held)))
     }
 
     /// Whether the fleet released the held outcome `key` of `site`. False
     /// when the database cannot say: a hold stands until a release is seen.
     pub async fn released(&self, site: &str, key: &str) -> bool {
         let Some(db) = self.db().await else { return false };
-        match tokio::time::timeout(CALL_TIMEOUT, robotsgate_history::gate::is_released(&db.pool, site, key)).await {
-            Ok(Ok(released)) => released,
-            Ok(Err(e)) => {
-                self.failed("reading releases", e.to_string()).await;
-                false
-            }
-            Err(_) => {
-                self.failed("reading releases", "timed out".into()).await;
-                false
-            }
-        }
+        let released = robotsgate_history::gate::is_released(&db.pool, site, key);
+        self.bounded("reading releases", released).await.unwrap_or(false)
     }
 
     /// Records a release of `key` of `site` (every held outcome of the site

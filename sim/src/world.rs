@@ -359,16 +359,23 @@ impl Drop for Gateway {
 }
 
 impl Monitor {
-    /// Starts `robots-monitor run`.
+    /// Where its log goes (appended across restarts).
+    pub fn log(&self) -> PathBuf {
+        self.config.with_extension("log")
+    }
+
+    /// Starts `robots-monitor run`, its warnings appended to [`Monitor::log`].
     pub fn start(&mut self) {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log()).expect("monitor log");
         let child = Command::new(bin("robots-monitor"))
             .arg("--config")
             .arg(&self.config)
             .arg("run")
             .env_remove("ROBOTSGATE_ADMIN_TOKEN")
             .env("ROBOTSGATE_LOG", "warn")
+            .env("NO_COLOR", "1")
             .stdout(Stdio::null())
-            .stderr(if std::env::var_os("SIM_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
+            .stderr(log)
             .spawn()
             .expect("start robots-monitor run");
         self.proc = Some(Proc(child));

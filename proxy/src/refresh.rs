@@ -409,8 +409,11 @@ impl Refresher {
             ),
         };
         self.metrics.refresh.with_label_values(&[&site.name, label]).inc();
-        self.store.set_health(&site.name, health);
         let failing = !matches!(label, "ok" | "no-file" | "redirects" | "held");
+        if failing {
+            self.end_released_hold(site, &mut health).await;
+        }
+        self.store.set_health(&site.name, health);
         if failing && !matches!(&*self.store.state(&site.name), State::Serve(_)) {
             self.adopt_shared(site).await;
         }
@@ -476,6 +479,42 @@ impl Refresher {
             tokio::spawn(async move { shared.end_hold(&name, &previous.key, why, at).await });
         }
         held
+    }
+
+    /// Ends the hold of a change released while the origin fails. A held
+    /// file is the good copy from then on, served through the failure
+    /// (`last-good`), on disk too, as a gateway starting now would take it
+    /// from the fleet's database; a held deletion leaves the good copy
+    /// served, as `last-good` (a failure passed through would read as
+    /// "disallow all").
+    async fn end_released_hold(&self, site: &SiteRobots, health: &mut Health) {
+        let Some(hold) = health.held.clone() else { return };
+        let key = &hold.key;
+        if !(self.store.is_released(&site.name, key) || self.released_in_fleet(&site.name, key).await) {
+            return;
+        }
+        health.held = None;
+        self.metrics.robots_held.with_label_values(&[&site.name]).set(0);
+        self.store.forget_hold(&site.name);
+        let current = self.store.state(&site.name);
+        let State::Serve(served) = &*current else { return };
+        let kept = match &hold.body {
+            Some(body) => {
+                if let Err(e) = self.store.persist(&site.name, body, hold.since) {
+                    tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
+                }
+                self.serve_good(site, body.clone(), None, hold.since, Origin::LastGood)
+            }
+            None => {
+                let (copy, robots) = (served.body.clone(), Some(served.robots.clone()));
+                let mut kept = self.served_parsed(&site.name, copy, robots, Origin::LastGood, served.good_at);
+                kept.origin = served.origin.clone();
+                kept.cut = served.cut;
+                kept
+            }
+        };
+        self.store.set(&site.name, State::Serve(Arc::new(kept)));
+        tracing::info!(site = %site.name, outcome = %key, "the held change was released while the origin fails; serving it as the last good copy until the origin answers");
     }
 
     /// The judgement behind [`Refresher::holds`].

@@ -19,7 +19,8 @@
 //!    `max_staleness`; each end gives one resolved notice.
 //! 4. An answer that means "disallow all" (5xx, no answer) is never adopted:
 //!    the last good copy is served through it (`last-good`), and a hold
-//!    stands through it.
+//!    stands through it (`held`) until it is released; a file released
+//!    then is the good copy, served through the failure.
 //! 5. With no good copy (a cold start, or after a 404) there is nothing to
 //!    keep: the origin's answer passes, held by nothing.
 //! 6. A restart, a `kill -9`, an upgrade (one that succeeds, or one that
@@ -167,13 +168,24 @@ impl Gate {
                 self.refresh();
             }
             Step::Release => {
-                if let Some(held) = self.held {
+                // The hold ends with the release, whatever the origin
+                // answers next: the released outcome is served when it
+                // comes, and a failure meanwhile is served through with
+                // the last good copy, no longer labelled held.
+                if let Some(held) = self.held.take() {
                     if let Some(e) = self.episodes.iter_mut().rev().find(|e| e.outcome == held && !e.ended) {
                         e.ended = true;
                         e.released = true;
                     }
                     if !self.released.contains(&held) {
                         self.released.push(held);
+                    }
+                    // Released while the origin fails: the released file is
+                    // the good copy now, served through the failure, as a
+                    // gateway starting then would take it from the fleet.
+                    if self.origin == Some(Answer::Failing) && held.is_file() {
+                        self.kept = Some((held, Source::LastGood));
+                        self.current = Some(held);
                     }
                 }
                 self.refresh();
@@ -206,8 +218,8 @@ impl Gate {
         let stale = std::mem::take(&mut self.stale);
         match answer {
             Answer::Failing => match self.kept {
-                Some((file, source)) if !stale => {
-                    let source = if source == Source::Origin { Source::LastGood } else { source };
+                Some((file, _)) if !stale => {
+                    let source = if self.held.is_some() { Source::Held } else { Source::LastGood };
                     self.kept = Some((file, source));
                 }
                 _ => {
@@ -312,6 +324,26 @@ mod tests {
         let gate = run(&[Step::Serve(Bad(0)), Step::Age]);
         assert_eq!(gate.served(), Served::Copy(Bad(0), Source::Origin), "a stale copy holds nothing");
         assert_eq!((gate.alerts(), gate.resolved()), (1, 1));
+    }
+
+    #[test]
+    fn a_release_during_an_outage_ends_the_hold_and_the_released_body_comes_later() {
+        let mut gate = run(&[Step::Serve(Bad(0)), Step::Serve(Failing)]);
+        assert_eq!(gate.served(), Served::Copy(Good(0), Source::Held));
+        gate.step(Step::Release);
+        assert_eq!(gate.served(), Served::Copy(Bad(0), Source::LastGood), "the released file is the good copy");
+        assert_eq!((gate.held, gate.alerts(), gate.resolved()), (None, 1, 1));
+        gate.step(Step::Release);
+        assert_eq!(gate.resolved(), 1, "nothing more to release");
+        gate.step(Step::Serve(Bad(0)));
+        assert_eq!(gate.served(), Served::Copy(Bad(0), Source::Origin));
+        // Replaced, then deployed again: held again.
+        gate.step(Step::Serve(Good(0)));
+        gate.step(Step::Serve(Bad(0)));
+        assert_eq!((gate.served(), gate.alerts()), (Served::Copy(Good(0), Source::Held), 2));
+        // A deletion released during an outage: the good copy stays.
+        let gate = run(&[Step::Serve(Missing), Step::Serve(Good(0)), Step::Serve(Failing), Step::Release]);
+        assert_eq!(gate.served(), Served::Copy(Good(0), Source::LastGood));
     }
 
     #[test]

@@ -227,13 +227,16 @@ pub async fn record_removal(conn: &mut AnyConnection, site: &str, status: u16, a
 
 /// The `limit` bodies `site` served most recently, newest first, leaving
 /// out every body last seen before the origin's latest removal of its file
-/// ([`record_removal`]), and every body the gate holds and no one released
-/// ([`gate::record_hold`]).
+/// ([`record_removal`]), and every body a gateway holds now: held, neither
+/// released nor ended ([`gate::record_hold`]). A body whose hold ended may
+/// have been served since (after a 404 there is no good copy to hold it
+/// against); the gateway judges each candidate against the next older one.
 pub async fn latest(pool: &AnyPool, site: &str, limit: i64) -> Result<Vec<Seen>, sqlx::Error> {
     let rows = sqlx::query(
         "SELECT body, COALESCE(last_seen, first_seen) AS seen FROM revisions WHERE site = $1 \
          AND COALESCE(last_seen, first_seen) > COALESCE((SELECT at FROM removals WHERE removals.site = $1), -1) \
-         AND hash NOT IN (SELECT outcome FROM gate_holds WHERE gate_holds.site = $1 AND released_at IS NULL) \
+         AND hash NOT IN (SELECT outcome FROM gate_holds WHERE gate_holds.site = $1 AND released_at IS NULL \
+             AND ended_at IS NULL) \
          ORDER BY COALESCE(last_seen, first_seen) DESC, id DESC LIMIT $2",
     )
     .bind(site)

@@ -141,6 +141,10 @@ fn a_restart_during_an_outage_keeps_the_hold() {
     holds(Db::Sqlite, &steps, "outage-restart");
     let steps = [Serve(Bad(1)), Serve(Failing), NewReplica(0), Upgrade(0), Serve(Good(0))];
     holds(Db::Postgres, &steps, "outage-replica");
+    // A body held once, then served after a 404 left no good copy: a new
+    // replica takes it from the fleet during an outage (it passed the 503).
+    let steps = [Serve(Bad(0)), Serve(Missing), Serve(Bad(0)), Serve(Failing), NewReplica(1)];
+    holds(Db::Postgres, &steps, "served-after-404");
 }
 
 /// A release while the origin fails ends the hold at once: the last good

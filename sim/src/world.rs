@@ -9,10 +9,10 @@
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rules::promise::Answer;
-use testkit::{Db, Origin, Proc, Reply, Smtp, free_port, request};
+use testkit::{Db, Origin, Proc, Reply, Smtp, eventually, free_port, request};
 
 /// The admin token, as the file holds it.
 pub const TOKEN: &str = "sim-admin-token";
@@ -144,7 +144,7 @@ impl World {
         // alert); with a daily interval, they poll no more in a run, so
         // every alert after it is a hold's.
         let polled =
-            wait_until(30, || testkit::scalar(&world.database, "SELECT COUNT(*) FROM states WHERE site = 'shop'") >= 1);
+            eventually(30, || testkit::scalar(&world.database, "SELECT COUNT(*) FROM states WHERE site = 'shop'") >= 1);
         assert!(polled, "no monitor recorded the site's first state");
         Some(world)
     }
@@ -231,17 +231,6 @@ pub fn alive(pid: u32) -> bool {
         .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
 }
 
-fn wait_until(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < until {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    cond()
-}
-
 impl Gateway {
     /// Starts the gateway and waits until it has read the origin once.
     pub fn start(&mut self) -> Result<(), String> {
@@ -256,7 +245,7 @@ impl Gateway {
             .map_err(|e| format!("starting robots-proxy: {e}"))?;
         self.pid = child.id();
         self.child = Some(Proc(child));
-        if !wait_until(20, || testkit::wait_listening(self.addr, 0) && self.last_fetch().is_some()) {
+        if !eventually(20, || testkit::wait_listening(self.addr, 0) && self.last_fetch().is_some()) {
             return Err(format!("gateway {} did not start and read the origin", self.addr));
         }
         Ok(())
@@ -268,7 +257,7 @@ impl Gateway {
         if let Some(mut p) = self.child.take() {
             p.kill();
         }
-        wait_until(10, || !alive(self.pid));
+        eventually(10, || !alive(self.pid));
     }
 
     /// SIGTERM, waiting for it to go.
@@ -279,7 +268,7 @@ impl Gateway {
             }
             None => {
                 signal(self.pid, "-TERM");
-                wait_until(15, || !alive(self.pid));
+                eventually(15, || !alive(self.pid));
             }
         }
     }
@@ -295,14 +284,14 @@ impl Gateway {
             let _ = child.0.wait();
             std::mem::forget(child);
         }
-        wait_until(30, || !alive(old));
+        eventually(30, || !alive(old));
         self.pid = pid;
     }
 
     /// Waits until the serving process has read the origin once since it
     /// started: its first refresh, which a requested one must not race.
     pub fn settled(&self) -> Result<(), String> {
-        if wait_until(20, || self.last_fetch().is_some()) {
+        if eventually(20, || self.last_fetch().is_some()) {
             Ok(())
         } else {
             Err(format!("gateway {} never read the origin after taking over", self.addr))
@@ -334,7 +323,7 @@ impl Gateway {
         if r.status >= 300 {
             return Err(format!("POST /refresh answered {}", r.status));
         }
-        if !wait_until(20, || self.last_fetch().is_some_and(|t| t > before)) {
+        if !eventually(20, || self.last_fetch().is_some_and(|t| t > before)) {
             return Err(format!("gateway {} did not refresh", self.addr));
         }
         // The refresh records its fetch time before it ends; give the

@@ -218,6 +218,16 @@ impl Refresher {
         None
     }
 
+    /// The copy `served` again, labelled `source` (`held`, `last-good`):
+    /// the same bytes, rules, origin body and cut, a new header.
+    fn relabelled(&self, site: &str, served: &Served, source: Origin) -> Served {
+        let robots = Some(served.robots.clone());
+        let mut kept = self.served_parsed(site, served.body.clone(), robots, source, served.good_at);
+        kept.origin = served.origin.clone();
+        kept.cut = served.cut;
+        kept
+    }
+
     /// A servable copy of `body` for `site`.
     fn served(&self, site: &str, body: Bytes, source: Origin, good_at: SystemTime) -> Served {
         self.served_parsed(site, body, None, source, good_at)
@@ -290,10 +300,7 @@ impl Refresher {
             return;
         }
         let hold = Arc::new(Hold { key, status, body: body.map(Bytes::from), breaches, since });
-        let (copy, robots) = (served.body.clone(), Some(served.robots.clone()));
-        let mut kept = self.served_parsed(&site.name, copy, robots, Origin::Held, served.good_at);
-        kept.origin = served.origin.clone();
-        kept.cut = served.cut;
+        let kept = self.relabelled(&site.name, served, Origin::Held);
         self.store.set(&site.name, State::Serve(Arc::new(kept)));
         self.metrics.robots_held.with_label_values(&[&site.name]).set(1);
         let health = Health { held: Some(hold), ..Health::clone(&self.store.health(&site.name)) };
@@ -505,13 +512,7 @@ impl Refresher {
                 }
                 self.serve_good(site, body.clone(), None, hold.since, Origin::LastGood)
             }
-            None => {
-                let (copy, robots) = (served.body.clone(), Some(served.robots.clone()));
-                let mut kept = self.served_parsed(&site.name, copy, robots, Origin::LastGood, served.good_at);
-                kept.origin = served.origin.clone();
-                kept.cut = served.cut;
-                kept
-            }
+            None => self.relabelled(&site.name, served, Origin::LastGood),
         };
         self.store.set(&site.name, State::Serve(Arc::new(kept)));
         tracing::info!(site = %site.name, outcome = %key, "the held change was released while the origin fails; serving it as the last good copy until the origin answers");
@@ -570,10 +571,7 @@ impl Refresher {
             return false;
         }
         if served.source != Origin::Held {
-            let (copy, robots) = (served.body.clone(), Some(served.robots.clone()));
-            let mut kept = self.served_parsed(&site.name, copy, robots, Origin::Held, served.good_at);
-            kept.origin = served.origin.clone();
-            kept.cut = served.cut;
+            let kept = self.relabelled(&site.name, served, Origin::Held);
             self.store.set(&site.name, State::Serve(Arc::new(kept)));
         }
         if previous.as_ref().is_none_or(|h| h.key != key) {
@@ -622,10 +620,7 @@ impl Refresher {
         match &*current {
             State::Serve(served) if served.age() <= self.max_staleness => {
                 if !matches!(served.source, Origin::LastGood | Origin::Held) {
-                    let (body, robots) = (served.body.clone(), Some(served.robots.clone()));
-                    let mut kept = self.served_parsed(&site.name, body, robots, Origin::LastGood, served.good_at);
-                    kept.origin = served.origin.clone();
-                    kept.cut = served.cut;
+                    let kept = self.relabelled(&site.name, served, Origin::LastGood);
                     self.store.set(&site.name, State::Serve(Arc::new(kept)));
                 }
                 tracing::warn!(site = %site.name, reason = why, age_secs = served.age().as_secs(), "origin robots.txt unusable; serving last-known-good");

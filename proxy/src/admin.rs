@@ -175,7 +175,7 @@ impl ServeHttp for Admin {
                 let is_post = session.req_header().method == http::Method::POST;
                 match (&self.token, given) {
                     (None, _) => reply(403, "text/plain", "no admin token is configured\n".into()),
-                    (Some(t), Some(g)) if constant_time_eq(t.as_bytes(), g.as_bytes()) => match path.as_str() {
+                    (Some(t), Some(g)) if robotsgate_config::same_token(t, g) => match path.as_str() {
                         "/status" => reply(200, "application/json", self.status_json()),
                         "/release" if is_post => self.release(session.req_header().uri.query().unwrap_or("")).await,
                         "/refresh" if is_post => {
@@ -225,9 +225,4 @@ impl Admin {
         let body = json!({ "site": site, "released": key, "fleet": fleet, "refresh": "started" });
         reply(202, "application/json", body.to_string())
     }
-}
-
-/// Compares secrets without leaking where they differ through timing.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

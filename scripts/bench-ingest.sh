@@ -18,7 +18,7 @@ source scripts/setup.sh
 for p in goaccess time; do
   command -v "$p" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p"; }
 done
-cargo build --release --locked -p monitor --bin robots-monitor
+cargo build --release --locked -p robots-monitor --bin robots-monitor
 
 work=$(mktemp -d /tmp/robots-ingest-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT

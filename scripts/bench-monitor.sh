@@ -15,7 +15,7 @@ minutes=${2:-3}
 source scripts/setup.sh
 source scripts/bench-common.sh
 command -v sqlite3 >/dev/null || { apt-get update -qq && apt-get install -y -qq sqlite3; }
-cargo build --release --locked -p monitor --bin robots-monitor --example origin_fleet
+cargo build --release --locked -p robots-monitor --bin robots-monitor --example origin_fleet
 
 work=$(mktemp -d /tmp/robots-monitor-bench.XXXXXX)
 port=18080

@@ -18,14 +18,14 @@ bench_install sqlite3
 # a quarter of an hour on two cores); the comparison is like for like.
 export CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release -p monitor --bin robots-monitor --example origin_fleet
+cargo build --release -p robots-monitor --bin robots-monitor --example origin_fleet
 now_bin="$target/release/robots-monitor"
 fleet="$target/release/examples/origin_fleet"
 
 work=$(mktemp -d /tmp/robots-once-bench.XXXXXX)
 tree="$work/base"
 git worktree add -q --detach "$tree" "$base"
-(cd "$tree" && CARGO_TARGET_DIR="$work/base-target" cargo build --release -p monitor --bin robots-monitor)
+(cd "$tree" && CARGO_TARGET_DIR="$work/base-target" cargo build --release --bin robots-monitor)
 base_bin="$work/base-target/release/robots-monitor"
 
 port=18090

@@ -13,7 +13,7 @@ source scripts/setup.sh
 source scripts/services.sh
 secs="${1:-3600}"
 shift || true
-cargo build --locked --bins -p proxy -p monitor -p robotsgate-sim
+cargo build --locked --bins -p proxy -p robots-monitor -p robotsgate-sim
 # The run uses copies of the binaries, so that a build during a long soak
 # does not swap them under it.
 bin=$(mktemp -d -t soak-gate-bin.XXXXXX)

@@ -11,8 +11,9 @@
 use prometheus::{Encoder, IntGaugeVec, Opts, Registry};
 use sqlx::Row;
 
+use crate::clock::now_ms;
 use crate::counters::counters;
-use crate::monitor::{Monitor, now_ms};
+use crate::monitor::Monitor;
 
 fn gauge(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     IntGaugeVec::new(Opts::new(name, help), labels).unwrap_or_else(|e| panic!("metric {name}: {e}"))
@@ -34,15 +35,15 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
         &["site"],
     );
     let stale = crate::monitor::stale_ms(m.config());
-    let filter = crate::console::overview::Filter::default();
+    let filter = crate::overview::Filter::default();
     let mut page = 1;
     loop {
-        let filter = crate::console::overview::Filter { page: Some(page), ..filter.clone() };
-        let (lines, total) = crate::console::overview::sites(m.store(), &filter, now, stale).await?;
+        let filter = crate::overview::Filter { page: Some(page), ..filter.clone() };
+        let (lines, total) = crate::overview::sites(m.store(), &filter, now, stale).await?;
         for l in &lines {
             state.with_label_values(&[&l.name, l.state]).set(1);
         }
-        if page * crate::console::overview::PAGE >= total {
+        if page * crate::overview::PAGE >= total {
             break;
         }
         page += 1;

@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::change::{self, Change, Target};
+use crate::clock::now_ms;
 use crate::mail::Mailer;
 use crate::source::{self, Observation, Validators};
 use crate::store::{NewState, PollRecord, Store, StoreError, body_hash};
@@ -101,8 +102,6 @@ pub struct Monitor {
     /// Where polls take their leases and write, together ([`crate::batch`]).
     batch: crate::batch::Batcher,
 }
-
-pub use crate::clock::{now_ms, when};
 
 impl Monitor {
     /// Opens the store, registers the sites and builds the HTTP and SMTP

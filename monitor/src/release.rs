@@ -63,7 +63,7 @@ pub async fn release(m: &Monitor, site: &str, revision: Option<i64>, by: &str) -
     };
     let mut conn = pool.acquire().await?;
     let outcomes =
-        robotsgate_history::gate::release(&mut conn, site, outcome.as_deref(), by, crate::monitor::now_ms()).await?;
+        robotsgate_history::gate::release(&mut conn, site, outcome.as_deref(), by, crate::clock::now_ms()).await?;
     if outcomes.is_empty() {
         return Err(ReleaseError::NothingHeld(site.to_string()));
     }

@@ -10,7 +10,7 @@ use crate::monitor::Monitor;
 use crate::source::Validators;
 
 fn when(ms: i64) -> String {
-    crate::monitor::when(Some(ms))
+    crate::clock::when(Some(ms))
 }
 
 /// `history SITE`: every state, and with `url`/`agent` the moments that
@@ -151,7 +151,7 @@ pub async fn revision_pair(
 /// how many, each outcome with its count (worst first), and the slowest.
 pub async fn fetches(m: &Monitor, site: &str, days: u32) -> anyhow::Result<String> {
     m.site(site).with_context(|| format!("no site named `{site}` in the config"))?;
-    let today = crate::monitor::now_ms().div_euclid(crate::store::DAY_MS);
+    let today = crate::clock::now_ms().div_euclid(crate::store::DAY_MS);
     let from = (today - i64::from(days.max(1)) + 1) * crate::store::DAY_MS;
     let mut out = String::new();
     let rows = m.store().fetch_days(site, from).await?;

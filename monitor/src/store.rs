@@ -571,7 +571,7 @@ pub struct QueuedAlert<'a> {
 
 /// Queues an alert about `state_id` and its channel deliveries, in the
 /// caller's transaction.
-pub(crate) async fn queue_alert(
+pub async fn queue_alert(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     site: &str,
     state_id: i64,

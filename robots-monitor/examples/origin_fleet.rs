@@ -1,5 +1,5 @@
 //! A fleet of robots.txt origins on loopback for the monitor's scale
-//! benchmark: `cargo run --release -p monitor --example origin_fleet -- PORT`
+//! benchmark: `cargo run --release -p robots-monitor --example origin_fleet -- PORT`
 //! serves `/s/<n>/robots.txt` for any `n` (a small file whose rules depend
 //! on `n`), answering each request and closing the connection.
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{DAY_MS, ledger};
-use crate::monitor::Monitor;
+use crate::Host;
 
 /// One crawler's summary.
 #[derive(Clone, Debug, Default, Serialize, utoipa::ToSchema)]
@@ -153,6 +153,24 @@ impl Decided {
     }
 }
 
+/// UTC days, today included, that a duration back from now reaches.
+/// The refusal names `since` as the caller spells it (`since` on the API,
+/// `--since` on the CLI) by `name`, and says what is wrong in words
+/// rather than the parser's offsets.
+pub fn window_days(name: &str, since: &str) -> Result<i64, String> {
+    let d = humantime::parse_duration(since).map_err(|e| {
+        use humantime::DurationError as E;
+        let why = match e {
+            E::Empty => "it is empty".to_string(),
+            E::NumberExpected(_) | E::InvalidCharacter(_) => "it is not a number and a unit".to_string(),
+            E::UnknownUnit { unit, .. } => format!("`{unit}` is not a unit (s, m, h, d, w)"),
+            E::NumberOverflow => "it is too long".to_string(),
+        };
+        format!("{name} `{since}` is no duration: {why}; give one such as 7d or 12h")
+    })?;
+    Ok(i64::try_from(d.as_secs().div_ceil(86_400)).unwrap_or(i64::MAX).max(1))
+}
+
 /// The catalogue's token for `name`, in any case, or why it names no
 /// crawler robotsgate knows (the built-in catalogue and the config's
 /// `crawlers:`), with the nearest token where one is a likely slip: the
@@ -162,8 +180,7 @@ impl Decided {
 /// The refusal names the parameter as the caller spells it (`crawler` on
 /// the API, `--crawler` on the CLI) by `flag`, as [`window_days`] does.
 ///
-/// [`window_days`]: crate::console::compliance::window_days
-pub fn crawler_named(m: &Monitor, flag: &str, name: &str) -> Result<String, String> {
+pub fn crawler_named(m: &dyn Host, flag: &str, name: &str) -> Result<String, String> {
     if let Some(c) = m.catalogue().get(name) {
         return Ok(c.token.clone());
     }
@@ -231,9 +248,9 @@ pub fn behind(served: &[(i64, Option<i64>)], revisions: &[(i64, i64, i64)], held
 }
 
 /// The summary of `site` over the last `days`, for `crawler` if given.
-pub async fn summary(m: &Monitor, site: &str, days: i64, crawler: Option<&str>) -> anyhow::Result<Vec<CrawlerLine>> {
+pub async fn summary(m: &dyn Host, site: &str, days: i64, crawler: Option<&str>) -> anyhow::Result<Vec<CrawlerLine>> {
     anyhow::ensure!(m.site(site).is_some(), "no site named `{site}` in the config");
-    let since = crate::monitor::now_ms().div_euclid(DAY_MS) - days + 1;
+    let since = monitor::clock::now_ms().div_euclid(DAY_MS) - days + 1;
     let rows = ledger::rows(m.store(), site, since, crawler).await?;
     let reads = ledger::reads(m.store(), site).await?;
     let revisions = m.store().revisions(site).await?;
@@ -326,8 +343,8 @@ pub struct Day {
 
 /// Every day of the last `days`, oldest first, for `site` (every site when
 /// `None`).
-pub async fn per_day(m: &Monitor, site: Option<&str>, days: i64, crawler: Option<&str>) -> anyhow::Result<Vec<Day>> {
-    let today = crate::monitor::now_ms().div_euclid(DAY_MS);
+pub async fn per_day(m: &dyn Host, site: Option<&str>, days: i64, crawler: Option<&str>) -> anyhow::Result<Vec<Day>> {
+    let today = monitor::clock::now_ms().div_euclid(DAY_MS);
     let since = today - days + 1;
     let mut out: Vec<Day> = (since..=today).map(|d| Day { date: super::date_of_day(d), ..Day::default() }).collect();
     let sites: Vec<String> = match site {
@@ -390,15 +407,15 @@ fn decided_words(v: &Decided, grace: bool) -> String {
     let rule = v.rule.as_ref().map_or(String::new(), |r| format!(" (`{r}`)"));
     let from = v.source.as_ref().map_or(String::new(), |s| format!(", imported from {s}"));
     let span = if v.first_at == v.last_at {
-        format!("at {}", crate::monitor::when(Some(v.first_at)))
+        format!("at {}", monitor::clock::when(Some(v.first_at)))
     } else {
-        format!("from {} to {}", crate::monitor::when(Some(v.first_at)), crate::monitor::when(Some(v.last_at)))
+        format!("from {} to {}", monitor::clock::when(Some(v.first_at)), monitor::clock::when(Some(v.last_at)))
     };
     format!(
         "{}{rule}{from} ({}): {} {span}, e.g. {}",
         v.words(grace),
         identity_words(&v.identity),
-        crate::words::plural(v.requests, "request", "requests"),
+        monitor::words::plural(v.requests, "request", "requests"),
         v.samples.join(" ")
     )
 }
@@ -430,10 +447,10 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64, days: i64, crawler: Opt
             l.crawler,
             if l.operator.is_empty() { "unknown operator" } else { &l.operator },
             if l.purpose.is_empty() { "unknown purpose" } else { &l.purpose },
-            crate::words::plural(l.requests, "request", "requests"),
+            monitor::words::plural(l.requests, "request", "requests"),
             l.obeyed,
             l.grace,
-            crate::words::plural(l.violations, "violation", "violations"),
+            monitor::words::plural(l.violations, "violation", "violations"),
             if l.unjudged > 0 { format!(", {} unjudged", l.unjudged) } else { String::new() },
             ids.join(", ")
         );

@@ -5,9 +5,10 @@
 use askama::Template;
 use serde::Serialize;
 
-use super::{encode, when};
-use crate::excerpt;
-use crate::monitor::Monitor;
+use monitor::Monitor;
+use monitor::clock::when;
+use monitor::excerpt;
+use monitor::links::encode;
 
 /// Most diff lines shown; the download has the rest.
 const MAX_LINES: usize = 3_000;
@@ -84,8 +85,8 @@ pub async fn page(m: &Monitor, site: &str, id: i64) -> anyhow::Result<Option<Rev
     let previous = at.checked_sub(1).map(|p| revisions[p].0);
     let next = revisions.get(at + 1).map(|r| r.0);
     let (old, new, flips) = match previous {
-        Some(p) => crate::report::revision_pair(m, config, p, id).await?,
-        None => (Vec::new(), crate::report::show(m, site, id).await?, Vec::new()),
+        Some(p) => monitor::report::revision_pair(m, config, p, id).await?,
+        None => (Vec::new(), monitor::report::show(m, site, id).await?, Vec::new()),
     };
     let decided_old: Vec<u32> = flips.iter().filter_map(|f| f.old.rule.as_ref().map(|r| r.line)).collect();
     let decided_new: Vec<u32> = flips.iter().filter_map(|f| f.new.rule.as_ref().map(|r| r.line)).collect();

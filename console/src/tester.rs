@@ -398,7 +398,7 @@ pub fn run(
                     allowed: both.library.allowed,
                     group: group_label(&both.library),
                     line: both.library.rule.map(|r| r.line),
-                    rule: crate::change::rule_text(&both.library),
+                    rule: monitor::change::rule_text(&both.library),
                     why: both.why,
                 });
             let pinned = expect.as_ref().and_then(|p| p.of(agent, catalogue)).map(|e| e.kept_by(true));
@@ -409,7 +409,7 @@ pub fn run(
                 allowed: v.allowed,
                 group: group_label(&v),
                 line: v.rule.map(|r| r.line),
-                rule: crate::change::rule_text(&v),
+                rule: monitor::change::rule_text(&v),
                 expect: pinned,
                 broken: pinned.is_some_and(|e| e != v.allowed),
                 library,
@@ -581,14 +581,14 @@ mod tests {
         let carried = exact.carried_b64().expect("not UTF-8, so carried");
         let back = format!(
             "robots={}&robots_b64={}&agents=Googlebot&urls=%2Fcaf%25E9",
-            crate::links::encode(&exact.robots.replace('\n', "\r\n")),
-            crate::links::encode(&carried)
+            monitor::links::encode(&exact.robots.replace('\n', "\r\n")),
+            monitor::links::encode(&carried)
         );
         assert!(!judge(&Input::from_form(back.as_bytes()).unwrap()), "the form's round trip");
         // An edit of the text wins over the carried bytes.
         let edited = format!(
             "robots=User-agent%3A+*%0ADisallow%3A+%2Fother&robots_b64={}&agents=Googlebot&urls=%2Fcaf%25E9",
-            crate::links::encode(&carried)
+            monitor::links::encode(&carried)
         );
         assert!(judge(&Input::from_form(edited.as_bytes()).unwrap()), "the edited text");
     }

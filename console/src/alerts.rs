@@ -5,8 +5,8 @@ use askama::Template;
 use serde::Serialize;
 use sqlx::Row;
 
-use super::when;
-use crate::store::{Store, StoreError};
+use monitor::clock::when;
+use monitor::store::{Store, StoreError};
 
 /// Most alerts listed, newest first.
 const LIMIT: i64 = 500;

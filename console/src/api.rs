@@ -26,7 +26,7 @@ use super::problem::{Problem, problem};
         super::compliance::api_site,
         openapi_json,
     ),
-    components(schemas(Problem, SitesList, Retried, crate::release::Released)),
+    components(schemas(Problem, SitesList, Retried, monitor::release::Released)),
     tags(
         (name = "sites", description = "Sites, their states, revisions and saved URL sets"),
         (name = "compliance", description = "What crawlers did, judged against the robots.txt each could hold"),

@@ -1,6 +1,6 @@
-//! What the sites page shows: one row per site with its state, last change,
-//! last fetch and open alerts, read in one query per page so that the page
-//! stays fast at 10,000 sites.
+//! The sites overview, read from the store: one row per site with its
+//! state, last change, last fetch and open alerts, in one query per page so
+//! that the console's sites page and the metrics stay fast at 10,000 sites.
 
 use serde::Serialize;
 use sqlx::Row;

@@ -1,5 +1,5 @@
 //! The web console: server-rendered pages (askama templates in
-//! `monitor/templates`, no JavaScript) and the same data as JSON under
+//! `console/templates`, no JavaScript) and the same data as JSON under
 //! `/api/`. It reads the history through the monitor's store and tests
 //! files with the same engine, so what it shows is what the monitor and
 //! Google see.
@@ -15,7 +15,7 @@ pub mod api;
 pub mod compliance;
 mod form;
 pub mod head;
-pub mod overview;
+
 mod pages;
 pub mod problem;
 pub mod readers;
@@ -29,7 +29,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, header};
 use axum::routing::get;
 
-use crate::monitor::Monitor;
+use monitor::Monitor;
 
 /// The console's routes over `monitor`, admitting readers by `access`.
 pub fn router(monitor: Arc<Monitor>, access: access::Access) -> Router {
@@ -93,7 +93,7 @@ pub fn router(monitor: Arc<Monitor>, access: access::Access) -> Router {
 /// `GET /metrics`: Prometheus text exposition.
 async fn metrics(axum::extract::State(m): axum::extract::State<Arc<Monitor>>) -> axum::response::Response {
     use axum::response::IntoResponse;
-    match crate::metrics::render(&m).await {
+    match monitor::metrics::render(&m).await {
         Ok(text) => ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response(),
         Err(e) => (axum::http::StatusCode::SERVICE_UNAVAILABLE, e.to_string()).into_response(),
     }
@@ -160,7 +160,3 @@ pub async fn serve(
 /// The largest request head the console reads: a target as long as hyper
 /// takes ([`head::HYPER_MAX_TARGET`]) and many headers besides.
 pub const MAX_HEAD: usize = 1024 * 1024;
-
-pub(crate) use crate::links::encode;
-
-pub use crate::monitor::when;

@@ -11,10 +11,10 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
-use crate::compliance::report::{self, CrawlerLine, Day};
-use crate::monitor::Monitor;
+use ledger::report::{self, CrawlerLine, Day};
+use monitor::Monitor;
 
-use super::encode;
+use monitor::links::encode;
 
 type App = State<std::sync::Arc<Monitor>>;
 
@@ -43,7 +43,7 @@ impl Period {
         let days = match (self.days, self.since.as_deref()) {
             (Some(_), Some(_)) => return Err("give `days` or `since`, not both".into()),
             (Some(d), None) => d,
-            (None, Some(since)) => window_days("since", since)?,
+            (None, Some(since)) => report::window_days("since", since)?,
             (None, None) => 30,
         };
         if (1..=366).contains(&days) { Ok(days) } else { Err(format!("days={days} is outside 1 to 366")) }
@@ -56,24 +56,6 @@ impl Period {
         let crawler = self.crawler.as_deref().map(|c| report::crawler_named(m, "crawler", c)).transpose()?;
         Ok((days, crawler))
     }
-}
-
-/// UTC days, today included, that a duration back from now reaches.
-/// The refusal names `since` as the caller spells it (`since` on the API,
-/// `--since` on the CLI) by `name`, and says what is wrong in words
-/// rather than the parser's offsets.
-pub fn window_days(name: &str, since: &str) -> Result<i64, String> {
-    let d = humantime::parse_duration(since).map_err(|e| {
-        use humantime::DurationError as E;
-        let why = match e {
-            E::Empty => "it is empty".to_string(),
-            E::NumberExpected(_) | E::InvalidCharacter(_) => "it is not a number and a unit".to_string(),
-            E::UnknownUnit { unit, .. } => format!("`{unit}` is not a unit (s, m, h, d, w)"),
-            E::NumberOverflow => "it is too long".to_string(),
-        };
-        format!("{name} `{since}` is no duration: {why}; give one such as 7d or 12h")
-    })?;
-    Ok(i64::try_from(d.as_secs().div_ceil(86_400)).unwrap_or(i64::MAX).max(1))
 }
 
 /// A query's rejection as a problem naming what was wrong (serde's words,
@@ -172,7 +154,7 @@ async fn site_compliance(
     }
     let unavailable = |e: anyhow::Error| (StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}"));
     let crawlers = report::summary(m, site, days, crawler).await.map_err(unavailable)?;
-    let since = crate::monitor::now_ms() - days * crate::compliance::DAY_MS;
+    let since = monitor::clock::now_ms() - days * ledger::DAY_MS;
     let holds = robotsgate_history::gate::holds(m.store().pool(), Some(site), true)
         .await
         .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?
@@ -235,9 +217,9 @@ pub fn chart(days: &[Day]) -> String {
              <rect class=\"violation\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{vh}\"/>\
              <rect class=\"grace\" x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{gh}\"/></g>",
             d.date,
-            crate::words::plural(d.violations, "violation", "violations"),
+            monitor::words::plural(d.violations, "violation", "violations"),
             d.grace,
-            crate::words::plural(d.requests, "request", "requests"),
+            monitor::words::plural(d.requests, "request", "requests"),
             base - vh,
             w - 4,
             base - vh - gh,
@@ -337,8 +319,8 @@ fn view(site: &str, l: CrawlerLine, now: i64) -> CrawlerView {
                 words: v.words(grace),
                 identity: report::identity_words(&v.identity).to_string(),
                 href: v.revision.map(|r| format!("/sites/{}/revisions/{r}", encode(site))),
-                first: super::when(Some(v.first_at)),
-                last: super::when(Some(v.last_at)),
+                first: monitor::clock::when(Some(v.first_at)),
+                last: monitor::clock::when(Some(v.last_at)),
             })
             .collect()
     };
@@ -389,13 +371,13 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
     };
     // Drilled into one crawler, the chart is that crawler's.
     let per_day = match crawler.as_deref() {
-        Some(crawler) => match report::per_day(&m, Some(&name), days, Some(crawler)).await {
+        Some(crawler) => match report::per_day(&*m, Some(&name), days, Some(crawler)).await {
             Ok(d) => d,
             Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, format!("{e:#}")).into_response(),
         },
         None => c.days.clone(),
     };
-    let now = crate::monitor::now_ms();
+    let now = monitor::clock::now_ms();
     let mut groups: Vec<(String, Vec<CrawlerView>)> = Vec::new();
     let mut focus = None;
     for l in c.crawlers {
@@ -415,7 +397,7 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
         focus = Some(view(&name, CrawlerLine { crawler: c.clone(), ..CrawlerLine::default() }, now));
     }
     let site_href = format!("/sites/{}", encode(&name));
-    let stamp = |ms: i64| super::when(Some(ms));
+    let stamp = |ms: i64| monitor::clock::when(Some(ms));
     let holds = c
         .holds
         .iter()

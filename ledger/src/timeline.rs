@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use robotsgate_compliance::{At, Outcome, Timeline};
 
-use crate::store::{Store, StoreError};
+use monitor::store::{Store, StoreError};
 
 /// The timeline of `site`, from its recorded states and, before the first
 /// of them, its imported history (`import-history`), with the outcome of

@@ -3,7 +3,7 @@
 //! new file each day) through the monitor's own `Store::commit`, then
 //! prints the rows and the bytes the database holds.
 //!
-//! `cargo run --release -p monitor --example week -- DATABASE SITES DAYS`
+//! `cargo run --release -p robots-monitor --example week -- DATABASE SITES DAYS`
 //! (DATABASE is a SQLite path or a `postgres://` URL; it should be empty).
 
 use std::path::Path;

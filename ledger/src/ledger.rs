@@ -11,7 +11,7 @@ use sqlx::Row as _;
 
 pub use robotsgate_history::ledger::{Key, Read, SAMPLES, Tally, write_reads, write_rows};
 
-use crate::store::{Store, StoreError};
+use monitor::store::{Store, StoreError};
 
 fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |source| StoreError::Query { doing, source }

@@ -13,9 +13,10 @@
 use sqlx::Row as _;
 
 use super::DAY_MS;
-use crate::letter::{self, esc};
-use crate::monitor::{Monitor, now_ms};
-use crate::store::QueuedAlert;
+use crate::Host;
+use monitor::clock::now_ms;
+use monitor::letter::{self, esc};
+use monitor::store::QueuedAlert;
 
 /// One violation not yet alerted.
 #[derive(Debug)]
@@ -33,7 +34,7 @@ struct Found {
 
 /// Queues the alerts of violations seen today and yesterday that have
 /// none yet; returns how many this call queued.
-pub async fn raise(m: &Monitor) -> anyhow::Result<usize> {
+pub async fn raise(m: &dyn Host) -> anyhow::Result<usize> {
     let today = now_ms().div_euclid(DAY_MS);
     let spoofed = if m.config().compliance_alert_spoofed { "spoofed" } else { "verified" };
     let rows = sqlx::query(
@@ -72,7 +73,7 @@ pub async fn raise(m: &Monitor) -> anyhow::Result<usize> {
 }
 
 /// Claims the alert's key and queues it; `false` when another monitor did.
-async fn queue(m: &Monitor, f: &Found) -> anyhow::Result<bool> {
+async fn queue(m: &dyn Host, f: &Found) -> anyhow::Result<bool> {
     let rule = rule_text(m, f).await;
     let alert = letter_of(m, f, rule.as_deref());
     let severity = robotsgate_config::AlertSeverity::Warning;
@@ -102,13 +103,13 @@ async fn queue(m: &Monitor, f: &Found) -> anyhow::Result<bool> {
     let Some(row) = claimed else { return Ok(false) };
     let id: i64 = row.try_get("id")?;
     let q = QueuedAlert { alert: &alert, severity: severity.as_str(), channels: &channels, kind: "violation" };
-    crate::store::queue_alert(&mut tx, &f.site, -id, now, &q).await?;
+    monitor::store::queue_alert(&mut tx, &f.site, -id, now, &q).await?;
     tx.commit().await?;
     Ok(true)
 }
 
 /// The deciding line as written, from its revision.
-async fn rule_text(m: &Monitor, f: &Found) -> Option<String> {
+async fn rule_text(m: &dyn Host, f: &Found) -> Option<String> {
     if f.revision <= 0 || f.line <= 0 {
         return None;
     }
@@ -118,7 +119,7 @@ async fn rule_text(m: &Monitor, f: &Found) -> Option<String> {
 }
 
 /// The alert: subject, text and HTML.
-fn letter_of(m: &Monitor, f: &Found, rule: Option<&str>) -> (String, String, String) {
+fn letter_of(m: &dyn Host, f: &Found, rule: Option<&str>) -> (String, String, String) {
     let decided = match (rule, f.status) {
         (Some(rule), _) => format!("line {} of revision {} (`{rule}`)", f.line, f.revision),
         (None, s) if s > 0 => format!("the robots.txt answer {s}, which disallows everything"),
@@ -131,11 +132,15 @@ fn letter_of(m: &Monitor, f: &Found, rule: Option<&str>) -> (String, String, Str
         f.crawler,
         f.identity,
         decided,
-        crate::words::plural(f.requests, "request", "requests"),
+        monitor::words::plural(f.requests, "request", "requests"),
     );
     let samples: Vec<&str> = f.samples.lines().take(5).collect();
     let link = m.config().console.as_ref().and_then(|c| c.url.as_deref()).map(|base| {
-        format!("{}/compliance?crawler={}", crate::links::site_page(base, &f.site), crate::links::encode(&f.crawler))
+        format!(
+            "{}/compliance?crawler={}",
+            monitor::links::site_page(base, &f.site),
+            monitor::links::encode(&f.crawler)
+        )
     });
     let mut text = format!("{first}\n\nSite: {}\n\nSample URLs:\n", f.site);
     for s in &samples {

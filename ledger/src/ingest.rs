@@ -29,7 +29,7 @@ use robotsgate_crawlers::Catalogue;
 use super::ledger::{self, FileState, Key, Read as Fetched, Tally};
 use super::prefetch::{self, Prefetch};
 use super::{DAY_MS, timeline};
-use crate::monitor::Monitor;
+use crate::Host;
 
 /// Lines between commits.
 pub const BATCH_LINES: i64 = 100_000;
@@ -93,7 +93,7 @@ pub struct FileReport {
 }
 
 /// Verification for imports: the gateway's, from `proxy.identity`.
-async fn verification(m: &Monitor) -> anyhow::Result<Option<robotsgate_identity::Identity>> {
+async fn verification(m: &dyn Host) -> anyhow::Result<Option<robotsgate_identity::Identity>> {
     let config = m.config();
     let proxy = config.proxy.as_ref();
     // The monitor's own `identity:` first; else the gateway's.
@@ -119,7 +119,7 @@ async fn verification(m: &Monitor) -> anyhow::Result<Option<robotsgate_identity:
 }
 
 /// The hosts that name `site`: its URL's, and the gateway's `hosts`.
-fn hosts_of(m: &Monitor, site: &str) -> Vec<String> {
+fn hosts_of(m: &dyn Host, site: &str) -> Vec<String> {
     let Some(s) = m.site(site) else { return Vec::new() };
     let mut hosts: Vec<String> = s.proxy.as_ref().map(|p| p.hosts.clone()).unwrap_or_default();
     if let Some(u) = s.url.as_deref().and_then(|u| url::Url::parse(u).ok())
@@ -252,7 +252,7 @@ fn fetch_of(read: &Fetched, bodies: &HashMap<i64, Outcome>) -> Option<Fetch> {
 }
 
 /// Imports `paths` for `site` in `format`, then applies retention.
-pub async fn ingest(m: &Monitor, site: &str, paths: &[PathBuf], format: &Format) -> anyhow::Result<Vec<FileReport>> {
+pub async fn ingest(m: &dyn Host, site: &str, paths: &[PathBuf], format: &Format) -> anyhow::Result<Vec<FileReport>> {
     let mut importer = Importer::new(m, site, format.clone()).await?;
     let mut reports = Vec::new();
     // A file that cannot be read (a compression ingest does not read, say)
@@ -276,7 +276,7 @@ pub async fn ingest(m: &Monitor, site: &str, paths: &[PathBuf], format: &Format)
 /// again from its start (with the right `--format`, say) and nothing counts
 /// twice. A file is known as an import knows it (by its first line), so a
 /// rotated or compressed copy names the same file.
-pub async fn forget(m: &Monitor, site: &str, paths: &[PathBuf]) -> anyhow::Result<Vec<(String, ledger::Forgotten)>> {
+pub async fn forget(m: &dyn Host, site: &str, paths: &[PathBuf]) -> anyhow::Result<Vec<(String, ledger::Forgotten)>> {
     anyhow::ensure!(m.site(site).is_some(), "no site named `{site}` in the config");
     let mut out = Vec::new();
     for path in paths {
@@ -292,9 +292,9 @@ pub async fn forget(m: &Monitor, site: &str, paths: &[PathBuf]) -> anyhow::Resul
 }
 
 /// Deletes ledger rows older than `compliance_retention`.
-pub async fn prune(m: &Monitor) -> anyhow::Result<()> {
+pub async fn prune(m: &dyn Host) -> anyhow::Result<()> {
     let keep = m.config().compliance_retention.as_millis() as i64;
-    let before = (crate::monitor::now_ms() - keep).div_euclid(DAY_MS);
+    let before = (monitor::clock::now_ms() - keep).div_euclid(DAY_MS);
     ledger::prune(m.store(), before).await?;
     Ok(())
 }
@@ -316,7 +316,7 @@ impl std::fmt::Debug for Importer {
 
 impl Importer {
     /// An importer for `site`'s logs in `format`.
-    pub async fn new(m: &Monitor, site: &str, format: Format) -> anyhow::Result<Importer> {
+    pub async fn new(m: &dyn Host, site: &str, format: Format) -> anyhow::Result<Importer> {
         anyhow::ensure!(m.site(site).is_some(), "no site named `{site}` in the config");
         let reader = Reader {
             catalogue: m.catalogue().clone(),
@@ -325,7 +325,7 @@ impl Importer {
             timeline: Timeline::new(),
             hosts: hosts_of(m, site),
             slashes: m.site(site).map(robotsgate_config::Site::slashes).unwrap_or_default(),
-            oldest: (crate::monitor::now_ms() - m.config().compliance_retention.as_millis() as i64).div_euclid(DAY_MS)
+            oldest: (monitor::clock::now_ms() - m.config().compliance_retention.as_millis() as i64).div_euclid(DAY_MS)
                 * DAY_MS,
             start: None,
         };
@@ -336,7 +336,7 @@ impl Importer {
 
     /// Reads the site's timeline and crawlers' last fetches again, for
     /// what the monitor and other importers recorded since.
-    pub async fn reload(&mut self, m: &Monitor) -> anyhow::Result<()> {
+    pub async fn reload(&mut self, m: &dyn Host) -> anyhow::Result<()> {
         let (timeline, bodies, start) = timeline::of(m.store(), &self.site).await?;
         self.reader.timeline = timeline;
         self.reader.start = start;
@@ -349,7 +349,7 @@ impl Importer {
     }
 
     /// Imports what `paths` hold that no import counted yet.
-    pub async fn files(&mut self, m: &Monitor, paths: &[PathBuf]) -> anyhow::Result<Vec<FileReport>> {
+    pub async fn files(&mut self, m: &dyn Host, paths: &[PathBuf]) -> anyhow::Result<Vec<FileReport>> {
         let mut reports = Vec::new();
         for path in paths {
             reports.push(self.reader.file(m, &self.site, path, &self.format, &mut self.fetches).await?);
@@ -402,7 +402,7 @@ impl Reader {
 
     async fn file(
         &mut self,
-        m: &Monitor,
+        m: &dyn Host,
         site: &str,
         path: &Path,
         format: &Format,
@@ -644,7 +644,7 @@ impl Reader {
             let why = report.bad_samples.first().map_or(String::new(), |(_, why)| format!(" (line 1: {why})"));
             report.error = Some(format!(
                 "{shown}: none of its {} is a `{}` line{why}; nothing was counted, and the file is not marked read",
-                crate::words::plural(report.lines - report.blank - report.directives, "line", "lines"),
+                monitor::words::plural(report.lines - report.blank - report.directives, "line", "lines"),
                 format.name()
             ));
             return Ok(report);
@@ -663,7 +663,7 @@ fn all_malformed(report: &FileReport) -> bool {
 /// in one transaction.
 #[allow(clippy::too_many_arguments)]
 async fn commit(
-    m: &Monitor,
+    m: &dyn Host,
     site: &str,
     file_id: &str,
     path: &str,
@@ -680,7 +680,7 @@ async fn commit(
     for (line, why, text) in bad.iter() {
         ledger::write_bad_line(&mut tx, site, file_id, *line, why, text).await?;
     }
-    if !ledger::write_file(&mut tx, site, file_id, path, from, state, crate::monitor::now_ms()).await? {
+    if !ledger::write_file(&mut tx, site, file_id, path, from, state, monitor::clock::now_ms()).await? {
         // Another import read these lines first (a second tail of the same
         // file): they are its to count. Nothing of this batch is kept.
         tx.rollback().await.context("rolling back an import")?;

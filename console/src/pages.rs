@@ -10,12 +10,14 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 
-use super::overview::{self, Filter, PAGE, SiteLine};
 use super::tester::{self, Input, Report, Saved};
-use super::{encode, when};
-use crate::change::Target;
-use crate::monitor::{Monitor, now_ms};
-use crate::store::{DAY_MS, StoreError, VerdictRow};
+use monitor::Monitor;
+use monitor::change::Target;
+use monitor::clock::now_ms;
+use monitor::clock::when;
+use monitor::links::encode;
+use monitor::overview::{self, Filter, PAGE, SiteLine};
+use monitor::store::{DAY_MS, StoreError, VerdictRow};
 use rules::Policy;
 
 type App = State<Arc<Monitor>>;
@@ -75,7 +77,7 @@ struct SitesPage {
 }
 
 async fn site_lines(m: &Monitor, filter: &Filter) -> Result<(Vec<SiteLine>, i64), StoreError> {
-    overview::sites(m.store(), filter, now_ms(), crate::monitor::stale_ms(m.config())).await
+    overview::sites(m.store(), filter, now_ms(), monitor::monitor::stale_ms(m.config())).await
 }
 
 /// `GET /`: every site, filterable and paginated.
@@ -206,7 +208,7 @@ async fn last_good(m: &Monitor, name: &str) -> Result<Vec<u8>, Failure> {
 /// The changes held for `name`, each diffed against `good`, the last good copy.
 async fn held_views(m: &Monitor, name: &str, good: &[u8]) -> Result<Vec<HeldView>, Failure> {
     let holds =
-        crate::release::held(m, name).await.map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+        monitor::release::held(m, name).await.map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
     let mut out = Vec::new();
     for h in holds {
         let id = match h.status {
@@ -216,7 +218,7 @@ async fn held_views(m: &Monitor, name: &str, good: &[u8]) -> Result<Vec<HeldView
         let diff = match id {
             Some(id) => {
                 let body = m.store().revision_body(name, id).await?.unwrap_or_default();
-                crate::excerpt::diff(name, good, &body)
+                monitor::excerpt::diff(name, good, &body)
             }
             None => format!("robots.txt answered {}: no file, everything allowed\n", h.status.unwrap_or(404)),
         };
@@ -328,7 +330,7 @@ async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failure> {
     let (verdicts, origin_verdicts) = if held.is_empty() {
         (verdict_views(m, &targets, &current, recorded), Vec::new())
     } else {
-        let served = crate::change::verdicts(&Policy::Rules(rules::Robots::parse(&good)), &targets, &agents);
+        let served = monitor::change::verdicts(&Policy::Rules(rules::Robots::parse(&good)), &targets, &agents);
         let rules = CurrentState { policy: "rules".into(), reason: String::new() };
         (verdict_views(m, &targets, &rules, served), verdict_views(m, &targets, &current, recorded))
     };
@@ -800,15 +802,15 @@ async fn release(
     name: &str,
     revision: Option<i64>,
     token: &str,
-) -> Result<crate::release::Released, Failure> {
+) -> Result<monitor::release::Released, Failure> {
     if !super::alerts::authorised(m.config(), token) {
         return Err(Failure(
             StatusCode::FORBIDDEN,
             "releasing needs the admin token (ROBOTSGATE_ADMIN_TOKEN or proxy.admin_token_file)".into(),
         ));
     }
-    use crate::release::ReleaseError;
-    crate::release::release(m, name, revision, "the console").await.map_err(|e| match e {
+    use monitor::release::ReleaseError;
+    monitor::release::release(m, name, revision, "the console").await.map_err(|e| match e {
         ReleaseError::NoSite(_) | ReleaseError::NoRevision(..) => Failure(StatusCode::NOT_FOUND, e.to_string()),
         ReleaseError::NothingHeld(_) => Failure(StatusCode::CONFLICT, e.to_string()),
         ReleaseError::Database(_) => Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
@@ -847,7 +849,7 @@ pub struct ReleaseQuery {
     params(("name" = String, Path, description = "The site's name in the config"), ReleaseQuery),
     security(("admin_token" = [])),
     responses(
-        (status = 200, description = "Released: every gateway sharing the database serves it at its next refresh", body = crate::release::Released),
+        (status = 200, description = "Released: every gateway sharing the database serves it at its next refresh", body = monitor::release::Released),
         (status = 400, description = "The revision is not a number, or the query names an unknown parameter", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 403, description = "No or a wrong admin token", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such site or revision", body = super::problem::Problem, content_type = "application/problem+json"),
@@ -871,7 +873,7 @@ fn bearer(headers: &axum::http::HeaderMap) -> &str {
 
 /// `GET /static/console.css`.
 pub async fn stylesheet() -> Response {
-    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../../templates/console.css")).into_response()
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../templates/console.css")).into_response()
 }
 
 /// The sites page as JSON.
@@ -884,7 +886,7 @@ pub struct SitesList {
     /// Sites per page.
     pub page_size: i64,
     /// This page's sites.
-    pub sites: Vec<super::overview::SiteLine>,
+    pub sites: Vec<monitor::overview::SiteLine>,
 }
 
 /// What a retry did.

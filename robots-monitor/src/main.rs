@@ -227,7 +227,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Command::CheckConfig = cli.command {
         // The console's readers file is read as the console will read it.
         if let Some(file) = config.console.as_ref().and_then(|c| c.htpasswd.as_deref()) {
-            let readers = monitor::console::readers::Readers::read(file).map_err(anyhow::Error::msg)?;
+            let readers = console::readers::Readers::read(file).map_err(anyhow::Error::msg)?;
             println!("{}: {}", file.display(), monitor::words::plural(readers.len(), "reader", "readers"));
         }
         println!(
@@ -269,7 +269,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     let stopped = async move {
                         let _ = stop_rx.changed().await;
                     };
-                    if let Err(e) = monitor::console::serve(m, &c.listen, stopped).await {
+                    if let Err(e) = console::serve(m, &c.listen, stopped).await {
                         // The daemon's work is polling; a console that cannot
                         // bind is reported, not fatal.
                         tracing::error!("{e:#}");
@@ -278,8 +278,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             // The compliance ledger's side of the daemon: tailing logs,
             // raising violation alerts, retention.
-            let _tails = monitor::compliance::tail::start(&m)?;
-            let upkeep = monitor::compliance::upkeep(&m);
+            let host: Arc<dyn ledger::Host> = m.clone();
+            let _tails = ledger::tail::start(&host)?;
+            let upkeep = ledger::upkeep(&host);
             m.run_until_stopped(shutdown_signal()).await?;
             upkeep.abort();
             let _ = stop_tx.send(true);
@@ -302,7 +303,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 _ => anyhow::bail!("give the history's source: --git REPO, --dir DIR or --archive URL"),
             };
             let report = import(&m, &site, &origin).await?;
-            let when = |ms: i64| monitor::console::when(Some(ms));
+            let when = |ms: i64| monitor::clock::when(Some(ms));
             let span = report.span.map_or(String::new(), |(a, b)| format!(", from {} to {}", when(a), when(b)));
             writeln!(
                 stdout,
@@ -322,11 +323,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let listen = listen
                 .or_else(|| m.config().console.as_ref().map(|c| c.listen.clone()))
                 .unwrap_or_else(|| robotsgate_config::Console::default().listen);
-            monitor::console::serve(Arc::clone(&m), &listen, shutdown_signal()).await?;
+            console::serve(Arc::clone(&m), &listen, shutdown_signal()).await?;
         }
         Command::Once => {
             // Violations in the ledger become alerts before the delivery.
-            monitor::compliance::alerts::raise(&m).await?;
+            ledger::alerts::raise(&*m).await?;
             for o in m.once().await? {
                 writeln!(
                     stdout,
@@ -358,7 +359,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fetches { site, days } => write!(stdout, "{}", report::fetches(&m, &site, days).await?)?,
         Command::Test { site } => write!(stdout, "{}", report::test(&m, &site).await?)?,
         Command::Ingest { site, forget: true, files, .. } => {
-            for (path, f) in monitor::compliance::ingest::forget(&m, &site, &files).await? {
+            for (path, f) in ledger::ingest::forget(&*m, &site, &files).await? {
                 if f.known {
                     writeln!(
                         stdout,
@@ -373,7 +374,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Ingest { site, format, layout, fields, output, files, .. } => {
             let format = log_format(&format, layout.as_deref(), &fields)?;
-            let reports = monitor::compliance::ingest::ingest(&m, &site, &files, &format).await?;
+            let reports = ledger::ingest::ingest(&*m, &site, &files, &format).await?;
             if output == "json" {
                 writeln!(stdout, "{}", serde_json::to_string_pretty(&reports)?)?;
             } else {
@@ -383,7 +384,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     // place, so the line never calls them judged.
                     let unjudged = match (r.unjudged, r.first_known) {
                         (0, _) => String::new(),
-                        (_, Some(at)) => format!(" (no robots.txt known before {})", monitor::monitor::when(Some(at))),
+                        (_, Some(at)) => format!(" (no robots.txt known before {})", monitor::clock::when(Some(at))),
                         (_, None) => format!(" (no robots.txt of {site} known yet)"),
                     };
                     writeln!(
@@ -454,17 +455,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Compliance { site, crawler, since, output } => {
-            let days = monitor::console::compliance::window_days("--since", &since).map_err(anyhow::Error::msg)?;
+            let days = ledger::report::window_days("--since", &since).map_err(anyhow::Error::msg)?;
             let crawler = crawler
-                .map(|c| monitor::compliance::report::crawler_named(&m, "--crawler", &c))
+                .map(|c| ledger::report::crawler_named(&*m, "--crawler", &c))
                 .transpose()
                 .map_err(anyhow::Error::msg)?;
-            let lines = monitor::compliance::report::summary(&m, &site, days, crawler.as_deref()).await?;
+            let lines = ledger::report::summary(&*m, &site, days, crawler.as_deref()).await?;
             if output == "json" {
                 writeln!(stdout, "{}", serde_json::to_string_pretty(&lines)?)?;
             } else {
-                let now = monitor::monitor::now_ms();
-                write!(stdout, "{}", monitor::compliance::report::text(&site, &lines, now, days, crawler.as_deref()))?;
+                let now = monitor::clock::now_ms();
+                write!(stdout, "{}", ledger::report::text(&site, &lines, now, days, crawler.as_deref()))?;
             }
         }
         Command::CheckConfig | Command::Shell(_) => {}

@@ -25,7 +25,7 @@ use robotsgate_compliance::log::Format;
 use tokio::sync::Notify;
 
 use super::ingest::Importer;
-use crate::monitor::Monitor;
+use crate::Host;
 
 /// The longest a tail waits for an event before it reads anyway.
 pub const BACKSTOP: Duration = Duration::from_secs(5);
@@ -66,13 +66,13 @@ fn by_handle(file: &std::fs::File) -> PathBuf {
 
 impl Tail {
     /// A tail of `path`, in `format`, for `site`.
-    pub async fn new(m: &Monitor, site: &str, path: PathBuf, format: Format) -> anyhow::Result<Tail> {
+    pub async fn new(m: &dyn Host, site: &str, path: PathBuf, format: Format) -> anyhow::Result<Tail> {
         let importer = Importer::new(m, site, format).await?;
         Ok(Tail { path, importer, held: None, reloaded: Instant::now() })
     }
 
     /// Reads what is new, following a rotation since the last read.
-    pub async fn step(&mut self, m: &Monitor) -> anyhow::Result<()> {
+    pub async fn step(&mut self, m: &dyn Host) -> anyhow::Result<()> {
         if self.reloaded.elapsed() >= RELOAD_EVERY {
             self.importer.reload(m).await?;
             self.reloaded = Instant::now();
@@ -134,7 +134,7 @@ impl Tail {
 
 /// Starts a task per configured log; they run until the daemon stops.
 /// Returns the watcher, which must be kept alive.
-pub fn start(m: &Arc<Monitor>) -> anyhow::Result<Option<notify::RecommendedWatcher>> {
+pub fn start(m: &Arc<dyn Host>) -> anyhow::Result<Option<notify::RecommendedWatcher>> {
     let mut logs = Vec::new();
     for (i, site) in m.config().sites.iter().enumerate() {
         for (j, log) in site.logs.iter().enumerate() {
@@ -171,7 +171,7 @@ pub fn start(m: &Arc<Monitor>) -> anyhow::Result<Option<notify::RecommendedWatch
         let m = Arc::clone(m);
         tokio::spawn(async move {
             let mut tail = loop {
-                match Tail::new(&m, &site, path.clone(), format.clone()).await {
+                match Tail::new(&*m, &site, path.clone(), format.clone()).await {
                     Ok(t) => break t,
                     Err(e) => {
                         tracing::error!(site = %site, log = %path.display(), "cannot tail: {e:#}");
@@ -181,7 +181,7 @@ pub fn start(m: &Arc<Monitor>) -> anyhow::Result<Option<notify::RecommendedWatch
             };
             tracing::info!(site = %site, log = %path.display(), "tailing an access log into the compliance ledger");
             loop {
-                if let Err(e) = tail.step(&m).await {
+                if let Err(e) = tail.step(&*m).await {
                     tracing::warn!(site = %site, log = %path.display(), "reading the log: {e:#}");
                 }
                 let _ = tokio::time::timeout(BACKSTOP, wake.notified()).await;

@@ -188,7 +188,7 @@ pub async fn guard(State(access): State<Arc<Access>>, request: Request, next: Ne
         response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return response;
     }
-    let to = format!("/login?next={}", super::encode(&path));
+    let to = format!("/login?next={}", monitor::links::encode(&path));
     (StatusCode::SEE_OTHER, [(header::LOCATION, to)]).into_response()
 }
 
@@ -294,7 +294,7 @@ pub async fn login_form(axum::extract::Query(q): axum::extract::Query<LoginQuery
 
 /// `POST /login`: the right token sets the cookie and goes on to `next`.
 pub async fn login(
-    State(m): State<Arc<crate::monitor::Monitor>>,
+    State(m): State<Arc<monitor::Monitor>>,
     axum::Extension(access): axum::Extension<Arc<Access>>,
     axum::Form(form): axum::Form<LoginForm>,
 ) -> Response {

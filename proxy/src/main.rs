@@ -18,13 +18,13 @@ use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 use proxy::admin::Admin;
 use proxy::crawler::Crawlers;
-use proxy::forward::Front;
 use proxy::gateway::{FrontedSite, Gateway};
 use proxy::identity::Identity;
 use proxy::identity::dns::DnsOptions;
 use proxy::identity::prefixes::Prefixes;
 use proxy::ledger::Ledger;
 use proxy::metrics::Metrics;
+use proxy::own::Front;
 use proxy::pipeline::Pipeline;
 use proxy::refresh::{Refresher, SiteRobots};
 use proxy::shared::Shared;
@@ -182,7 +182,7 @@ fn exit_when_drained() {
             // The ledger's last write is waited for, at most a few seconds
             // (its database calls are bounded as well).
             let ledger = proxy::ledger::settled() || waited.elapsed() > std::time::Duration::from_secs(8);
-            if proxy::forward::OPEN.load(std::sync::atomic::Ordering::SeqCst) == 0 && ledger {
+            if proxy::own::OPEN.load(std::sync::atomic::Ordering::SeqCst) == 0 && ledger {
                 tracing::info!("drained; exiting");
                 std::process::exit(0);
             }

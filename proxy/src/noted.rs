@@ -2,7 +2,7 @@
 //! polled with it can then tell, at the next poll of the task, whether it
 //! asked to be polled again, or the task was woken for something else: a
 //! poll that nobody asked for can be skipped. The HTTP/2 client stream's
-//! reads (`coalesce`) and the `h2` connection (`forward::streams`) use it:
+//! reads (`coalesce`) and the `h2` connection (`own::streams`) use it:
 //! each poll of either costs thousands of instructions, and most of the
 //! task's wakes are for the others.
 

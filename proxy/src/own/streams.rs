@@ -15,8 +15,9 @@
 //! Pingora for framing (chunked bodies, `Expect`, upgrades) cannot occur
 //! here. What `decide` still declines is refused with 400: a `CONNECT`, a
 //! target that is not origin-form, a `Host` that differs from
-//! `:authority` (RFC 9113 section 8.3.1). A gateway with a TLS origin
-//! keeps its HTTP/2 connections on the pipeline (`Front::process_new`).
+//! `:authority` (RFC 9113 section 8.3.1). TLS origins and plain ones are
+//! served here alike; only `fast_path: false` sends HTTP/2 connections to
+//! the pipeline (`Front::process_new`).
 
 use std::task::Poll;
 use std::time::{Duration, Instant};

@@ -1,311 +1,27 @@
-//! The gateway's share of the compliance ledger (`proxy.ledger`): every
-//! request that names a crawler, and every crawler's `/robots.txt` fetch,
-//! judged against the robots.txt that crawler could hold
-//! (`robotsgate-compliance`) and written to the shared database as counts.
-//!
-//! The request path only hands a small record to a bounded queue
-//! ([`Ledger::request`], [`Ledger::fetch`]): no lock, no judgement, no
-//! database. A background task ([`Judge`]) judges, adds the counts up in
-//! memory (one row per site, crawler, identity answer, revision, deciding
-//! line, class and UTC day) and writes them every `ledger.flush` in one
-//! transaction that adds to what is there. So N gateways on one database
-//! count each request once, by the gateway that served it. Past the
-//! queue's or the rows' bound, requests are dropped and counted
-//! (`robotsgate_ledger_dropped_total`, `/status`), never waited for: a
-//! down or slow database never slows serving. Each event is also written
-//! into this process's journal, a memory-mapped file under `state_dir`
-//! ([`crate::journal`]), in the same step and without a system call; a
-//! `kill -9` loses none of it, and the next start (or a live replica of
-//! the same `state_dir`, such as an upgrade's new process) counts what the
-//! database lacked, exactly once. A stop signal writes everything first.
-//!
-//! What the gateway served is what it judges by: the timeline is its own
-//! store's states, seen at each request and sampled every second. A row's
-//! revision is the stored revision of the origin's file behind the served
-//! copy (the one the monitor's history holds too), and its line is the
-//! served copy's (the managed groups come after the origin's lines, so the
-//! origin's keep their numbers).
+//! The ledger's judge: a background task that drains the queue, keeps each
+//! site's book (what it served, each crawler's last fetch, the counts not
+//! yet written), replays journals a stopped process left, and writes the
+//! counts to the shared database in one transaction.
 
-use std::collections::HashMap;
-use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use async_trait::async_trait;
-use pingora::server::ShutdownWatch;
-use pingora::services::background::BackgroundService;
-use robotsgate_compliance::{At, Fetch, Identity as Judged, Outcome, Request, Slashes, Timeline};
-use robotsgate_config::LedgerSettings;
-use robotsgate_crawlers::Catalogue;
-use robotsgate_history::ledger::{Key, Read, Tally};
-use rules::Policy;
-use serde_json::json;
-
-use crate::identity::{Answer, Identity};
-use crate::metrics::Metrics;
-use crate::shared::{CALL_TIMEOUT, Shared};
-use crate::store::{RobotsStore, Served, State};
-
-/// Whether a ledger runs in this process, and whether its last write on
-/// a stop signal is done: the process waits for it before it exits.
-static RUNNING: AtomicBool = AtomicBool::new(false);
-static SETTLED: AtomicBool = AtomicBool::new(false);
-
-/// Whether the process may exit without losing counts: no ledger runs,
-/// or its last write is done.
-pub fn settled() -> bool {
-    !RUNNING.load(Ordering::SeqCst) || SETTLED.load(Ordering::SeqCst)
-}
-
-/// Milliseconds in a UTC day: rows are per day.
-const DAY_MS: i64 = 86_400_000;
-/// How often the judge takes the events the request path left.
-const DRAIN_EVERY: Duration = Duration::from_millis(50);
-/// How often the served states are sampled, besides at each request.
-const SAMPLE_EVERY: Duration = Duration::from_secs(1);
-/// The longest window the timeline is kept for: the longest cache window
-/// in the catalogue, at least RFC 9309's 24 hours.
-const KEEP_AT_LEAST: Duration = robotsgate_compliance::DEFAULT_CACHE;
-
-/// One event, as the request path hands it over.
-#[derive(Debug)]
-struct Event {
-    site: Arc<str>,
-    /// The User-Agent word that claimed the crawler.
-    word: Box<str>,
-    /// Verification's answer then; `None` with verification off.
-    identity: Option<Answer>,
-    client: Option<IpAddr>,
-    at: At,
-    /// What the gateway served at `/robots.txt` then.
-    state: Arc<State>,
-    /// The request's target; `None` for a robots.txt fetch.
-    target: Option<Box<[u8]>>,
-    /// Where its journal record ends, 0 when it has none.
-    journal_end: u64,
-}
-
-/// What the request path holds for the judge: the events, and the journal
-/// they are written to as they are handed over.
-#[derive(Debug, Default)]
-struct Pending {
-    events: Vec<Event>,
-    journal: Option<crate::journal::Journal>,
-    /// The record being encoded, kept to reuse its allocation.
-    scratch: Vec<u8>,
-}
-
-/// The request path's handle on the ledger.
-#[derive(Debug)]
-pub struct Ledger {
-    /// Events not yet judged. A plain buffer the judge takes whole every
-    /// [`DRAIN_EVERY`], not a channel: a channel wakes the judge's thread
-    /// at every event, and on a busy machine those wake-ups cost the
-    /// request path more than anything the ledger does.
-    buffer: Mutex<Pending>,
-    /// The journal's id and directory, when there is one.
-    journal: Option<(String, std::path::PathBuf)>,
-    /// Events the journal had no room for (the database lags far behind).
-    unjournaled: AtomicU64,
-    /// Events counted from journals of processes that are gone.
-    replayed: AtomicU64,
-    /// Most events the buffer holds.
-    cap: usize,
-    seq: AtomicU64,
-    /// Events this process took in from its request path; of them, those
-    /// the judge has counted into its rows, and those whose counts a write
-    /// has since stored (or that needed none). `/status` shows all three,
-    /// so that a caller can tell "all written" from "not arrived yet": the
-    /// pipeline hands a visit over after the client has its answer.
-    recorded: AtomicU64,
-    judged: AtomicU64,
-    settled: AtomicU64,
-    dropped: AtomicU64,
-    /// Rows in memory, not yet written.
-    pending: AtomicU64,
-    metrics: Arc<Metrics>,
-    report: Mutex<Report>,
-}
-
-/// What `/status` shows of the ledger.
-#[derive(Clone, Debug, Default)]
-struct Report {
-    written: u64,
-    last_write: Option<u64>,
-    last_error: Option<String>,
-}
-
-fn now() -> (i64, SystemTime) {
-    let t = SystemTime::now();
-    (i64::try_from(t.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()).unwrap_or(i64::MAX), t)
-}
-
-impl Ledger {
-    /// The ledger and the task that judges and writes for it; its journal
-    /// goes in `journal_dir` (none without one).
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        settings: &LedgerSettings,
-        catalogue: Catalogue,
-        identity: Option<Arc<Identity>>,
-        store: Arc<RobotsStore>,
-        shared: Arc<Shared>,
-        metrics: Arc<Metrics>,
-        slashes: HashMap<String, Slashes>,
-        journal_dir: Option<&std::path::Path>,
-    ) -> (Arc<Ledger>, Judge) {
-        let journal = match journal_dir.filter(|_| settings.journal_mib > 0) {
-            Some(dir) => match crate::journal::Journal::create(dir, settings.journal_mib << 20) {
-                Ok(j) => Some(j),
-                Err(e) => {
-                    // Serving goes on; the counts are then only as safe as
-                    // the flush interval.
-                    tracing::error!(dir = %dir.display(), "cannot create the ledger's journal: {e}");
-                    None
-                }
-            },
-            None => None,
-        };
-        let named = journal.as_ref().zip(journal_dir).map(|(j, d)| (j.id().to_string(), d.to_path_buf()));
-        let ledger = Arc::new(Ledger {
-            buffer: Mutex::new(Pending {
-                events: Vec::with_capacity(settings.queue.min(4096)),
-                journal,
-                scratch: Vec::with_capacity(512),
-            }),
-            journal: named,
-            unjournaled: AtomicU64::new(0),
-            replayed: AtomicU64::new(0),
-            cap: settings.queue,
-            // From 1: a journal's mark 0 means none of it is counted.
-            seq: AtomicU64::new(1),
-            recorded: AtomicU64::new(0),
-            judged: AtomicU64::new(0),
-            settled: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-            pending: AtomicU64::new(0),
-            metrics,
-            report: Mutex::default(),
-        });
-        let judge = Judge {
-            ledger: Arc::clone(&ledger),
-            catalogue,
-            identity,
-            store,
-            shared,
-            flush: settings.flush,
-            max_rows: settings.max_rows,
-            slashes,
-        };
-        (ledger, judge)
-    }
-
-    fn push(
-        &self,
-        site: &str,
-        word: &str,
-        identity: Option<Answer>,
-        client: Option<IpAddr>,
-        state: Arc<State>,
-        target: Option<&[u8]>,
-    ) {
-        let mut event = Event {
-            site: Arc::from(site),
-            word: Box::from(word),
-            identity,
-            client,
-            at: At { ms: now().0, seq: 0 },
-            state,
-            target: target.map(Box::from),
-            journal_end: 0,
-        };
-        let mut pending = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
-        if pending.events.len() >= self.cap {
-            drop(pending);
-            self.drop_one();
-            return;
-        }
-        // Numbered under the lock, so the buffer and the journal hold events
-        // in their order: a journal's mark then says which are counted.
-        event.at.seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let Pending { events, journal, scratch } = &mut *pending;
-        if let Some(journal) = journal {
-            scratch.clear();
-            encode(&event, scratch);
-            match journal.append(event.at.seq, scratch) {
-                Some(end) => event.journal_end = end,
-                None => {
-                    self.unjournaled.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        events.push(event);
-        self.recorded.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn drop_one(&self) {
-        self.dropped.fetch_add(1, Ordering::Relaxed);
-        self.metrics.ledger_dropped.inc();
-    }
-
-    /// A crawler's request (not `/robots.txt`), as served: its origin-form
-    /// target, and what the gateway answered its claim with.
-    pub fn request(
-        &self,
-        site: &str,
-        word: &str,
-        identity: Option<Answer>,
-        client: Option<IpAddr>,
-        state: Arc<State>,
-        target: &[u8],
-    ) {
-        self.push(site, word, identity, client, state, Some(target));
-    }
-
-    /// A crawler's `/robots.txt` fetch, and what the store served then
-    /// (or, with no copy to serve, what the origin last answered).
-    pub fn fetch(&self, site: &str, word: &str, identity: Option<Answer>, client: Option<IpAddr>, state: Arc<State>) {
-        self.push(site, word, identity, client, state, None);
-    }
-
-    /// The ledger's part of `/status`.
-    pub fn status(&self) -> serde_json::Value {
-        let r = self.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        json!({
-            "pending_rows": self.pending.load(Ordering::Relaxed),
-            "queued": self.buffer.lock().unwrap_or_else(|e| e.into_inner()).events.len(),
-            "journal": self.journal.as_ref().map(|(id, _)| id.as_str()),
-            "unjournaled": self.unjournaled.load(Ordering::Relaxed),
-            "replayed": self.replayed.load(Ordering::Relaxed),
-            "dropped": self.dropped.load(Ordering::Relaxed),
-            "recorded": self.recorded.load(Ordering::Relaxed),
-            "judged": self.judged.load(Ordering::Relaxed),
-            "settled": self.settled.load(Ordering::Relaxed),
-            "written_rows": r.written,
-            "last_write": r.last_write,
-            "last_error": r.last_error,
-        })
-    }
-}
+use super::*;
 
 /// One site's book: what it served, each crawler's last fetch, and the
 /// counts not yet written.
 #[derive(Debug, Default)]
-struct Book {
-    timeline: Timeline,
+pub(super) struct Book {
+    pub(super) timeline: Timeline,
     /// What the timeline's last outcome is, to tell a change.
-    last: Option<Seen>,
+    pub(super) last: Option<Seen>,
     /// When `last` was served from.
-    last_at: At,
-    fetches: HashMap<String, Fetch>,
-    rows: HashMap<Key, Tally>,
-    reads: HashMap<String, Read>,
+    pub(super) last_at: At,
+    pub(super) fetches: HashMap<String, Fetch>,
+    pub(super) rows: HashMap<Key, Tally>,
+    pub(super) reads: HashMap<String, Read>,
 }
 
 /// A served state, told apart from another.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Seen {
+pub(super) enum Seen {
     File(String),
     Status(u16),
     Unreachable,
@@ -314,55 +30,55 @@ enum Seen {
 /// The background task: judges, counts and writes.
 #[derive(Debug)]
 pub struct Judge {
-    ledger: Arc<Ledger>,
-    catalogue: Catalogue,
-    identity: Option<Arc<Identity>>,
-    store: Arc<RobotsStore>,
-    shared: Arc<Shared>,
-    flush: Duration,
-    max_rows: usize,
+    pub(super) ledger: Arc<Ledger>,
+    pub(super) catalogue: Catalogue,
+    pub(super) identity: Option<Arc<Identity>>,
+    pub(super) store: Arc<RobotsStore>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) flush: Duration,
+    pub(super) max_rows: usize,
     /// How each site's origin reads slashes (see `Site::slashes`).
-    slashes: HashMap<String, Slashes>,
+    pub(super) slashes: HashMap<String, Slashes>,
 }
 
 /// A served copy, as the judge knows it.
 #[derive(Debug)]
-struct Known {
+pub(super) struct Known {
     /// Its stand-in revision: negative, until the database names it.
-    id: i64,
-    served: Arc<Served>,
+    pub(super) id: i64,
+    pub(super) served: Arc<Served>,
     /// What it means to crawlers, made once: its compiled rules are cloned
     /// here, not at every request judged against it.
-    outcome: Outcome,
+    pub(super) outcome: Outcome,
 }
 
 /// The judge's memory, owned by its task.
 #[derive(Debug, Default)]
-struct Books {
-    sites: HashMap<Arc<str>, Book>,
+pub(super) struct Books {
+    pub(super) sites: HashMap<Arc<str>, Book>,
     /// Every served copy seen, by site and ETag.
-    copies: HashMap<(Arc<str>, String), Known>,
+    pub(super) copies: HashMap<(Arc<str>, String), Known>,
     /// Stand-in to stored revision.
-    stored: HashMap<i64, i64>,
-    next: i64,
-    rows: usize,
+    pub(super) stored: HashMap<i64, i64>,
+    pub(super) next: i64,
+    pub(super) rows: usize,
     /// The longest cache window of any crawler seen.
-    longest: Duration,
+    pub(super) longest: Duration,
     /// This process's journal: the last event judged (its number and
     /// where its record ends), and the number the database marks counted.
-    own: Option<(u64, u64)>,
-    marked: u64,
+    pub(super) own: Option<(u64, u64)>,
+    pub(super) marked: u64,
     /// Journals of processes that are gone, judged, with the last number
     /// judged: marked and removed at the next write.
-    adopted: Vec<(crate::journal::Orphan, u64)>,
+    pub(super) adopted: Vec<(crate::journal::Orphan, u64)>,
     /// When kept copies were last pruned.
-    pruned: Option<std::time::Instant>,
+    pub(super) pruned: Option<std::time::Instant>,
 }
 
 impl Judge {
     /// The outcome of a state, registering a served copy under a stand-in
     /// revision; `None` when the gateway knows nothing yet.
-    fn outcome(&self, books: &mut Books, site: &Arc<str>, state: &State) -> Option<(Seen, Outcome)> {
+    pub(super) fn outcome(&self, books: &mut Books, site: &Arc<str>, state: &State) -> Option<(Seen, Outcome)> {
         match state {
             State::Serve(served) => {
                 let key = (Arc::clone(site), served.etag.clone());
@@ -405,7 +121,7 @@ impl Judge {
     /// `at` even when it is the one last seen. (Without this, a request
     /// made just after a start, drained after the first sample, found no
     /// outcome at its instant and was judged obeyed.)
-    fn saw(&self, books: &mut Books, site: &Arc<str>, state: &State, at: At) {
+    pub(super) fn saw(&self, books: &mut Books, site: &Arc<str>, state: &State, at: At) {
         let book = books.sites.get(site);
         let covered = book.is_some_and(|b| b.timeline.at(at).is_some());
         // The common case, the copy served before: nothing to build.
@@ -428,7 +144,7 @@ impl Judge {
     }
 
     /// The answer to count: a pending one asked again, off the request path.
-    async fn settle(&self, crawler: &robotsgate_crawlers::Crawler, e: &Event) -> Judged {
+    pub(super) async fn settle(&self, crawler: &robotsgate_crawlers::Crawler, e: &Event) -> Judged {
         let answer = match (e.identity, &self.identity, e.client) {
             (Some(Answer::Pending), Some(identity), Some(ip)) => Some(identity.verify(crawler, ip, None).await.answer),
             (a, _, _) => a,
@@ -438,7 +154,7 @@ impl Judge {
     }
 
     /// Judges every event the request path left since the last drain.
-    async fn drain(&self, books: &mut Books, taken: &mut Vec<Event>) {
+    pub(super) async fn drain(&self, books: &mut Books, taken: &mut Vec<Event>) {
         {
             let mut pending = self.ledger.buffer.lock().unwrap_or_else(|e| e.into_inner());
             std::mem::swap(&mut pending.events, taken);
@@ -452,7 +168,7 @@ impl Judge {
         }
     }
 
-    async fn take(&self, books: &mut Books, e: Event) {
+    pub(super) async fn take(&self, books: &mut Books, e: Event) {
         self.saw(books, &e.site, &e.state, e.at);
         let Some((crawler, _)) = self.catalogue.claim(&e.word) else { return };
         let identity = self.settle(crawler, &e).await;
@@ -513,7 +229,7 @@ impl Judge {
     }
 
     /// Samples every site's served state, and forgets what no window reaches.
-    fn sample(&self, books: &mut Books) {
+    pub(super) fn sample(&self, books: &mut Books) {
         let (ms, _) = now();
         let at = At { ms, seq: self.ledger.seq.fetch_add(1, Ordering::Relaxed) };
         let names: Vec<Arc<str>> = self.store.sites().map(Arc::from).collect();
@@ -529,7 +245,7 @@ impl Judge {
 
     /// Writes the counts in one transaction; on failure they stay for the
     /// next write (within the bound).
-    async fn write(&self, books: &mut Books) {
+    pub(super) async fn write(&self, books: &mut Books) {
         // The judge alone fills `books`, so every event judged by now is in them.
         let judged = self.ledger.judged.load(Ordering::Relaxed);
         let pending = books.sites.values().any(|b| !b.rows.is_empty() || !b.reads.is_empty())
@@ -555,7 +271,7 @@ impl Judge {
     }
 
     /// Clears what was written, or keeps it, and reports either.
-    fn settle_write(&self, books: &mut Books, result: Result<u64, String>) {
+    pub(super) fn settle_write(&self, books: &mut Books, result: Result<u64, String>) {
         let mut report = self.ledger.report.lock().unwrap_or_else(|e| e.into_inner());
         match result {
             Ok(written) => {
@@ -593,7 +309,7 @@ impl Judge {
     /// Takes the fetches other gateways saw (newer than this one's) from
     /// the database, so a crawler that read robots.txt through a replica
     /// is judged by what it got there.
-    async fn learn(&self, books: &mut Books) {
+    pub(super) async fn learn(&self, books: &mut Books) {
         let Some(db) = self.shared.db().await else { return };
         let sites: Vec<Arc<str>> = books.sites.keys().cloned().collect();
         for site in sites {
@@ -641,7 +357,7 @@ impl Judge {
     /// Keeps a served copy where a replay can find it: a journal names
     /// copies by ETag only. Written once per copy, by this task, never on
     /// the request path.
-    fn keep_copy(&self, served: &Served) {
+    pub(super) fn keep_copy(&self, served: &Served) {
         let Some((_, dir)) = &self.ledger.journal else { return };
         let path = copy_path(dir, &served.etag);
         if path.exists() {
@@ -664,7 +380,7 @@ impl Judge {
 
     /// The copy an ETag names: the one served now, one this judge knows,
     /// or one kept on disk.
-    fn copy(&self, books: &Books, site: &Arc<str>, etag: &str) -> Option<Arc<Served>> {
+    pub(super) fn copy(&self, books: &Books, site: &Arc<str>, etag: &str) -> Option<Arc<Served>> {
         if let State::Serve(now) = &*self.store.state(site)
             && now.etag == etag
         {
@@ -690,7 +406,7 @@ impl Judge {
     /// Judges the events of journals whose processes are gone, those the
     /// database does not count yet; they are marked counted, and their
     /// files removed, with the next write. Waits for the database.
-    async fn adopt(&self, books: &mut Books) {
+    pub(super) async fn adopt(&self, books: &mut Books) {
         let Some((own, dir)) = &self.ledger.journal else { return };
         if books.pruned.is_none_or(|at| at.elapsed() > PRUNE_EVERY) {
             books.pruned = Some(std::time::Instant::now());
@@ -735,7 +451,7 @@ impl Judge {
 
     /// An event back from a journal record; `None` when the record is not
     /// one, or names a copy no longer to be found.
-    fn replayed(&self, books: &Books, seq: u64, payload: &[u8]) -> Option<Event> {
+    pub(super) fn replayed(&self, books: &Books, seq: u64, payload: &[u8]) -> Option<Event> {
         let r = decode(payload)?;
         let site: Arc<str> = Arc::from(r.site.as_str());
         let state = match r.state {
@@ -757,15 +473,15 @@ impl Judge {
 }
 
 /// How often kept copies are pruned.
-const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+pub(super) const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// How long a kept copy outlives its last write: a journal left longer
 /// than this by a stopped gateway is replayed against the copies still
 /// known (the one served, the judge's) or not at all. A file that changes
 /// at every fetch would otherwise leave a copy per fetch forever.
-const KEEP_COPIES: Duration = Duration::from_secs(7 * 86_400);
+pub(super) const KEEP_COPIES: Duration = Duration::from_secs(7 * 86_400);
 
 /// Removes kept copies older than [`KEEP_COPIES`].
-fn prune_copies(dir: &std::path::Path) {
+pub(super) fn prune_copies(dir: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(dir.join("copies")) else { return };
     for entry in entries.flatten() {
         let old =
@@ -777,131 +493,14 @@ fn prune_copies(dir: &std::path::Path) {
 }
 
 /// Where a served copy is kept for replays.
-fn copy_path(dir: &std::path::Path, etag: &str) -> std::path::PathBuf {
+pub(super) fn copy_path(dir: &std::path::Path, etag: &str) -> std::path::PathBuf {
     let name: String = etag.chars().filter(char::is_ascii_alphanumeric).collect();
     dir.join("copies").join(format!("{name}.copy"))
 }
 
-/// What an event's record says was served.
-#[derive(Debug, PartialEq, Eq)]
-enum Recorded {
-    Unknown,
-    NoFile(u16),
-    Serve(String),
-}
-
-/// An event as its journal record holds it.
-#[derive(Debug, PartialEq, Eq)]
-struct Record {
-    site: String,
-    word: String,
-    identity: Option<Answer>,
-    client: Option<IpAddr>,
-    ms: i64,
-    state: Recorded,
-    target: Option<Vec<u8>>,
-}
-
-fn put_text(out: &mut Vec<u8>, text: &[u8]) {
-    // Sites, words and ETags are short; a longer one is cut, not refused.
-    let text = &text[..text.len().min(usize::from(u16::MAX))];
-    out.extend_from_slice(&(text.len() as u16).to_le_bytes());
-    out.extend_from_slice(text);
-}
-
-/// An event's journal record: site, word, identity answer, client, time,
-/// what was served (by ETag) and target.
-fn encode(e: &Event, out: &mut Vec<u8>) {
-    put_text(out, e.site.as_bytes());
-    put_text(out, e.word.as_bytes());
-    out.push(match e.identity {
-        None => 0,
-        Some(Answer::Verified) => 1,
-        Some(Answer::Spoofed) => 2,
-        Some(Answer::Unverifiable) => 3,
-        Some(Answer::Pending) => 4,
-    });
-    match e.client {
-        None => out.push(0),
-        Some(IpAddr::V4(ip)) => {
-            out.push(4);
-            out.extend_from_slice(&ip.octets());
-        }
-        Some(IpAddr::V6(ip)) => {
-            out.push(6);
-            out.extend_from_slice(&ip.octets());
-        }
-    }
-    out.extend_from_slice(&e.at.ms.to_le_bytes());
-    match &*e.state {
-        State::Unknown => out.push(0),
-        State::NoFile(status) => {
-            out.push(1);
-            out.extend_from_slice(&status.to_le_bytes());
-        }
-        State::Serve(served) => {
-            out.push(2);
-            put_text(out, served.etag.as_bytes());
-        }
-    }
-    match &e.target {
-        None => out.push(0),
-        Some(t) => {
-            out.push(1);
-            out.extend_from_slice(&u32::try_from(t.len()).unwrap_or(u32::MAX).to_le_bytes());
-            out.extend_from_slice(&t[..t.len().min(u32::MAX as usize)]);
-        }
-    }
-}
-
-/// Reads a record back; `None` for bytes that are not one.
-fn decode(mut b: &[u8]) -> Option<Record> {
-    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = b.split_at_checked(n)?;
-        *b = rest;
-        Some(head)
-    }
-    fn text(b: &mut &[u8]) -> Option<String> {
-        let len = u16::from_le_bytes(take(b, 2)?.try_into().ok()?);
-        String::from_utf8(take(b, usize::from(len))?.to_vec()).ok()
-    }
-    let site = text(&mut b)?;
-    let word = text(&mut b)?;
-    let identity = match take(&mut b, 1)?[0] {
-        0 => None,
-        1 => Some(Answer::Verified),
-        2 => Some(Answer::Spoofed),
-        3 => Some(Answer::Unverifiable),
-        4 => Some(Answer::Pending),
-        _ => return None,
-    };
-    let client = match take(&mut b, 1)?[0] {
-        0 => None,
-        4 => Some(IpAddr::from(<[u8; 4]>::try_from(take(&mut b, 4)?).ok()?)),
-        6 => Some(IpAddr::from(<[u8; 16]>::try_from(take(&mut b, 16)?).ok()?)),
-        _ => return None,
-    };
-    let ms = i64::from_le_bytes(take(&mut b, 8)?.try_into().ok()?);
-    let state = match take(&mut b, 1)?[0] {
-        0 => Recorded::Unknown,
-        1 => Recorded::NoFile(u16::from_le_bytes(take(&mut b, 2)?.try_into().ok()?)),
-        2 => Recorded::Serve(text(&mut b)?),
-        _ => return None,
-    };
-    let target = match take(&mut b, 1)?[0] {
-        0 => None,
-        1 => {
-            let len = u32::from_le_bytes(take(&mut b, 4)?.try_into().ok()?);
-            Some(take(&mut b, usize::try_from(len).ok()?)?.to_vec())
-        }
-        _ => return None,
-    };
-    b.is_empty().then_some(Record { site, word, identity, client, ms, state, target })
-}
-
 /// Writes every book's rows and reads, stand-in revisions replaced by the
 /// stored ones, in one transaction; returns the rows written.
-async fn write_books(
+pub(super) async fn write_books(
     db: &robotsgate_history::Db,
     ledger: &Ledger,
     books: &mut Books,
@@ -994,70 +593,6 @@ impl BackgroundService for Judge {
                     return;
                 }
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn event(state: State, target: Option<&[u8]>, client: Option<IpAddr>, identity: Option<Answer>) -> Event {
-        Event {
-            site: Arc::from("shop"),
-            word: Box::from("Googlebot"),
-            identity,
-            client,
-            at: At { ms: 1_764_000_000_123, seq: 9 },
-            state: Arc::new(state),
-            target: target.map(Box::from),
-            journal_end: 0,
-        }
-    }
-
-    #[test]
-    fn records_read_back_as_written() {
-        let cases = [
-            event(State::Unknown, None, None, None),
-            event(State::NoFile(404), Some(b"/a b\xff?x=1"), Some("127.0.0.9".parse().unwrap()), Some(Answer::Spoofed)),
-            event(State::NoFile(410), Some(b""), Some("::1".parse().unwrap()), Some(Answer::Pending)),
-        ];
-        for e in &cases {
-            let mut bytes = Vec::new();
-            encode(e, &mut bytes);
-            let r = decode(&bytes).expect("a record");
-            assert_eq!(r.site, "shop");
-            assert_eq!(r.word, "Googlebot");
-            assert_eq!(r.identity, e.identity);
-            assert_eq!(r.client, e.client);
-            assert_eq!(r.ms, e.at.ms);
-            assert_eq!(r.target.as_deref(), e.target.as_deref());
-            let state = match &*e.state {
-                State::Unknown => Recorded::Unknown,
-                State::NoFile(s) => Recorded::NoFile(*s),
-                State::Serve(s) => Recorded::Serve(s.etag.clone()),
-            };
-            assert_eq!(r.state, state);
-            // Every cut of a record is refused, never misread.
-            for cut in 0..bytes.len() {
-                assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
-            }
-        }
-    }
-
-    #[test]
-    fn any_bytes_decode_without_a_panic() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for len in 0..2000 {
-            let bytes: Vec<u8> = (0..len % 97)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x >> 24) as u8
-                })
-                .collect();
-            let _ = decode(&bytes);
         }
     }
 }

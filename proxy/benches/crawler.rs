@@ -6,7 +6,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use proxy::crawler::Crawlers;
+use proxy::crawlers::claim::Crawlers;
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /admin/\nDisallow: /cart\nDisallow: /*?sessionid=\nAllow: /admin/help\n\nUser-agent: Googlebot\nDisallow: /search\nDisallow: /*.pdf$\n\nUser-agent: GPTBot\nDisallow: /\n";
 

@@ -4,7 +4,7 @@
 //!   cargo bench -p proxy --bench journal
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use proxy::journal::Journal;
+use proxy::crawlers::journal::Journal;
 
 fn append(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("robotsgate-journal-bench-{}", std::process::id()));

@@ -15,10 +15,10 @@ use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 use serde_json::json;
 
+use crate::crawlers::ledger::Ledger;
 use crate::identity::Identity;
-use crate::ledger::Ledger;
 use crate::metrics::Metrics;
-use crate::store::{RobotsStore, State};
+use crate::robots::store::{RobotsStore, State};
 
 /// The admin app.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ pub struct Admin {
     /// The compliance ledger, whose counts `/status` shows.
     pub ledger: Option<Arc<Ledger>>,
     /// The fleet's database, where a release is recorded for every gateway.
-    pub shared: Option<Arc<crate::shared::Shared>>,
+    pub shared: Option<Arc<crate::robots::shared::Shared>>,
 }
 
 fn now_secs() -> u64 {

@@ -12,16 +12,16 @@ use robotsgate_config::{SiteProxy, Spoofed};
 use robotsgate_crawlers::Crawler;
 use rules::normal::Slashes;
 
-use crate::ai::Refusal;
-use crate::crawler::Crawlers;
+use crate::crawlers::ai::Refusal;
+use crate::crawlers::claim::Crawlers;
+use crate::crawlers::ledger::Ledger;
+use crate::http::upstream::Upstream;
 use crate::identity::prefixes::Prefixes;
 use crate::identity::signed::Signed;
 use crate::identity::{Answer, Identity};
-use crate::ledger::Ledger;
 use crate::metrics::Metrics;
 use crate::origin::Origin;
-use crate::store::{RobotsStore, State};
-use crate::upstream::Upstream;
+use crate::robots::store::{RobotsStore, State};
 
 /// A site the gateway fronts.
 #[derive(Debug)]
@@ -42,7 +42,7 @@ pub struct FrontedSite {
 impl FrontedSite {
     /// A site as configured.
     pub fn new(name: &str, proxy: SiteProxy) -> FrontedSite {
-        let content_usage = proxy.ai_policy.as_ref().map(|p| crate::ai::policy(p).usage_value());
+        let content_usage = proxy.ai_policy.as_ref().map(|p| crate::crawlers::ai::policy(p).usage_value());
         FrontedSite {
             name: name.to_string(),
             origin: Origin::new(&proxy.origin),
@@ -348,7 +348,7 @@ impl Gateway {
         // `AI2Bot` to `AI`), the policy alone decides.
         if !spoofed
             && (!allowed || !named)
-            && let Some(refusal) = site.proxy.ai_policy.as_ref().and_then(|p| crate::ai::refusal(p, crawler))
+            && let Some(refusal) = site.proxy.ai_policy.as_ref().and_then(|p| crate::crawlers::ai::refusal(p, crawler))
         {
             return (visit(false, line, Some(refusal)), Some("ai-policy"));
         }

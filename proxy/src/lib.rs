@@ -6,28 +6,13 @@
 //! Pingora server.
 
 pub mod admin;
-pub mod ai;
-pub mod certs;
-pub mod coalesce;
-pub mod crawler;
-pub mod deadline;
-pub mod forwarded;
-pub mod framing;
-pub mod gate;
+pub mod crawlers;
 pub mod gateway;
-pub mod own;
+pub mod http;
 pub use robotsgate_identity as identity;
-pub mod journal;
-pub mod ledger;
 pub mod metrics;
-pub mod noted;
 pub mod origin;
+pub mod own;
 pub mod pipeline;
-pub mod proxied;
-pub mod refresh;
-pub mod shared;
-pub mod store;
+pub mod robots;
 pub mod upgrade;
-pub mod upstream;
-pub mod verify;
-mod wrapped;

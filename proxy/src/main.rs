@@ -17,18 +17,18 @@ use pingora::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
 use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 use proxy::admin::Admin;
-use proxy::crawler::Crawlers;
+use proxy::crawlers::claim::Crawlers;
+use proxy::crawlers::ledger::Ledger;
 use proxy::gateway::{FrontedSite, Gateway};
 use proxy::identity::Identity;
 use proxy::identity::dns::DnsOptions;
 use proxy::identity::prefixes::Prefixes;
-use proxy::ledger::Ledger;
 use proxy::metrics::Metrics;
 use proxy::own::Front;
 use proxy::pipeline::Pipeline;
-use proxy::refresh::{Refresher, SiteRobots};
-use proxy::shared::Shared;
-use proxy::store::RobotsStore;
+use proxy::robots::refresh::{Refresher, SiteRobots};
+use proxy::robots::shared::Shared;
+use proxy::robots::store::RobotsStore;
 use robotsgate_config::Config;
 
 /// Bytes buffered per client connection before a write goes out. Pingora's
@@ -181,7 +181,7 @@ fn exit_when_drained() {
             std::thread::sleep(std::time::Duration::from_millis(50));
             // The ledger's last write is waited for, at most a few seconds
             // (its database calls are bounded as well).
-            let ledger = proxy::ledger::settled() || waited.elapsed() > std::time::Duration::from_secs(8);
+            let ledger = proxy::crawlers::ledger::settled() || waited.elapsed() > std::time::Duration::from_secs(8);
             if proxy::own::OPEN.load(std::sync::atomic::Ordering::SeqCst) == 0 && ledger {
                 tracing::info!("drained; exiting");
                 std::process::exit(0);
@@ -221,7 +221,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             None => None,
         };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let code = runtime.block_on(proxy::verify::verify(proxy::verify::Request {
+        let code = runtime.block_on(proxy::crawlers::verify::verify(proxy::crawlers::verify::Request {
             ip,
             user_agent,
             dns,
@@ -298,7 +298,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         if let Some(ca) = &settings.origin_ca_file {
-            proxy::upstream::tls_connector(Some(ca)).map_err(|e| anyhow::anyhow!("proxy.origin_ca_file: {e}"))?;
+            proxy::http::upstream::tls_connector(Some(ca)).map_err(|e| anyhow::anyhow!("proxy.origin_ca_file: {e}"))?;
         }
         let catalogue = config.catalogue()?;
         // The certificates are read as the listener will read them: a file
@@ -308,7 +308,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .chain(tls.certs.iter().map(|p| (p.cert.clone(), p.key.clone())))
                 .collect();
             let n = files.len();
-            proxy::certs::Certs::load(&tls.addr, files)
+            proxy::http::certs::Certs::load(&tls.addr, files)
                 .map_err(|e| anyhow::anyhow!("TLS listener {}: {e}", tls.addr))?;
             // The cipher lists as OpenSSL will take them at the start.
             let mut probe = openssl::ssl::SslAcceptor::mozilla_intermediate_v5(openssl::ssl::SslMethod::tls())?;
@@ -325,7 +325,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("== TLS {}: {n} certificate{}", tls.addr, if n == 1 { "" } else { "s" });
         }
         for site in config.sites.iter().filter(|s| s.proxy.is_some()) {
-            let d = proxy::gate::Declared::of(site, &config, &catalogue);
+            let d = proxy::robots::gate::Declared::of(site, &config, &catalogue);
             let n = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
             println!(
                 "== {}: gate {}: {}; the floor: {} x {}",
@@ -345,8 +345,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 (None, Some(path)) => std::fs::read(path).with_context(|| format!("reading {}", path.display()))?,
                 (None, None) => Vec::new(),
             };
-            let policy = proxy::ai::policy(ai);
-            let compiled = policy.compile(&proxy::ai::denied_tokens(&policy, &catalogue), &origin);
+            let policy = proxy::crawlers::ai::policy(ai);
+            let compiled = policy.compile(&proxy::crawlers::ai::denied_tokens(&policy, &catalogue), &origin);
             let mut groups = compiled.groups.clone();
             if let Some(managed) = &p.managed_groups {
                 groups = format!("{}\n\n{managed}", groups.trim_end());
@@ -378,7 +378,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .iter()
             .filter_map(|site| {
                 let proxy = site.proxy.clone()?;
-                let declared = proxy::gate::Declared::of(site, &config, &catalogue);
+                let declared = proxy::robots::gate::Declared::of(site, &config, &catalogue);
                 Some(SiteRobots { name: site.name.clone(), proxy, declared })
             })
             .collect(),
@@ -417,7 +417,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     // Pingora's pipeline verifies them (`origin_ca_file` or the system's roots).
     let tls = if fronted.iter().any(|(_, p)| p.origin_tls) {
         let ca = settings.origin_ca_file.as_deref();
-        Some(proxy::upstream::tls_connector(ca).map_err(|e| anyhow::anyhow!("proxy.origin_ca_file: {e}"))?)
+        Some(proxy::http::upstream::tls_connector(ca).map_err(|e| anyhow::anyhow!("proxy.origin_ca_file: {e}"))?)
     } else {
         None
     };
@@ -425,7 +425,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         let mut site = FrontedSite::new(name, p.clone());
         if let (true, Some(connector)) = (p.origin_tls, &tls) {
             let sni = p.sni.clone().unwrap_or_else(|| p.hosts[0].clone());
-            site.upstream = proxy::upstream::Upstream::tls(connector.clone(), sni);
+            site.upstream = proxy::http::upstream::Upstream::tls(connector.clone(), sni);
         }
         let site = Arc::new(site);
         for h in &p.hosts {
@@ -511,12 +511,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .chain(tls.certs.iter().map(|p| (p.cert.clone(), p.key.clone())))
             .collect();
         let certs = Arc::new(
-            proxy::certs::Certs::load(&tls.addr, files)
+            proxy::http::certs::Certs::load(&tls.addr, files)
                 .map_err(|e| anyhow::anyhow!("TLS listener {}: {e}", tls.addr))?,
         );
         // Mozilla's intermediate profile (TLS 1.2 and 1.3), the certificate
         // chosen per handshake by SNI from the set loaded last.
-        let mut tls_settings = TlsSettings::with_callbacks(Box::new(proxy::certs::Sni(Arc::clone(&certs))))
+        let mut tls_settings = TlsSettings::with_callbacks(Box::new(proxy::http::certs::Sni(Arc::clone(&certs))))
             .with_context(|| format!("TLS listener {}", tls.addr))?;
         if tls.min_version.as_deref() == Some("1.3") {
             tls_settings
@@ -547,7 +547,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if !certificates.is_empty() {
         server.add_service(background_service(
             "TLS certificates",
-            proxy::certs::Watch { certs: certificates, metrics: Arc::clone(&metrics) },
+            proxy::http::certs::Watch { certs: certificates, metrics: Arc::clone(&metrics) },
         ));
     }
 

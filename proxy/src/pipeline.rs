@@ -14,10 +14,10 @@ use pingora::http::ResponseHeader;
 use pingora::prelude::*;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
-use crate::framing::{absolute_form, content_length};
 use crate::gateway::{CRAWLER_FIELD, FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
+use crate::http::framing::{absolute_form, content_length};
 use crate::metrics::Path;
-use crate::store::State;
+use crate::robots::store::State;
 
 /// The pipeline's hooks.
 #[derive(Debug)]
@@ -273,8 +273,8 @@ impl ProxyHttp for Pipeline {
             upstream_request.insert_header(CRAWLER_FIELD, value)?;
         }
         if ctx.site.as_ref().is_some_and(|s| s.proxy.forwarded_headers) {
-            let mut sent = crate::forwarded::Sent::default();
-            for name in crate::forwarded::FIELDS {
+            let mut sent = crate::http::forwarded::Sent::default();
+            for name in crate::http::forwarded::FIELDS {
                 for value in upstream_request.headers.get_all(name) {
                     sent.add(name, value.as_bytes());
                 }
@@ -283,7 +283,7 @@ impl ProxyHttp for Pipeline {
             let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
             let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
             let trusted = peer.is_some_and(|p| self.0.trusted.contains(p));
-            for (name, value) in crate::forwarded::fields(peer, trusted, tls, &sent) {
+            for (name, value) in crate::http::forwarded::fields(peer, trusted, tls, &sent) {
                 upstream_request.insert_header(name, value)?;
             }
         }
@@ -303,7 +303,7 @@ impl ProxyHttp for Pipeline {
         };
         let sni = site.proxy.sni.clone().unwrap_or_else(|| site.proxy.hosts[0].clone());
         let mut peer = HttpPeer::new(addr, site.proxy.origin_tls, sni);
-        peer.options.connection_timeout = Some(crate::upstream::CONNECT_TIMEOUT);
+        peer.options.connection_timeout = Some(crate::http::upstream::CONNECT_TIMEOUT);
         peer.options.read_timeout = Some(self.0.origin_timeout);
         Ok(Box::new(peer))
     }

@@ -77,6 +77,38 @@ pub fn ends_with_open_group(body: &[u8]) -> bool {
     t.open
 }
 
+/// The agents (lower-cased product tokens, or `*`) that both the managed
+/// groups and the origin's file name. Google merges every group naming one
+/// agent, so for these the origin's rules join the managed ones, and an
+/// origin `Allow` as long as a managed `Disallow` wins over it: the managed
+/// rule can silently stop working.
+pub fn contested(origin: &[u8], groups: &str) -> Vec<String> {
+    let ours = agents_named(groups.as_bytes());
+    let theirs = agents_named(origin);
+    ours.into_iter().filter(|a| theirs.contains(a)).collect()
+}
+
+/// Every agent a file's `user-agent` lines name, once each, in order.
+fn agents_named(body: &[u8]) -> Vec<String> {
+    #[derive(Default)]
+    struct Agents(Vec<String>);
+    impl Handler for Agents {
+        fn directive(&mut self, d: &Directive<'_>) {
+            if d.kind != KeyKind::UserAgent {
+                return;
+            }
+            let name =
+                parse::agent_key(d.value).map_or_else(|| "*".to_string(), |t| String::from_utf8_lossy(&t).into_owned());
+            if !name.is_empty() && !self.0.contains(&name) {
+                self.0.push(name);
+            }
+        }
+    }
+    let mut agents = Agents::default();
+    parse::parse(body, &mut agents);
+    agents.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +136,31 @@ mod tests {
         let kept = origin.len() - cut.bytes;
         assert!(merged.starts_with(&origin[..kept]) && origin[kept - 1] == b'\n');
         assert!(fit(b"", &"# x\n".repeat(MAX_FILE_BYTES / 4)).is_none());
+    }
+
+    #[test]
+    fn contested_agents_are_found() {
+        let origin = b"User-agent: *\nDisallow: /admin\n\nUser-agent: gptbot/1.0\nAllow: /\n";
+        let groups = "User-agent: GPTBot\nUser-agent: CCBot\nDisallow: /\n";
+        assert_eq!(contested(origin, groups), vec!["gptbot"]);
+        // Why it matters: the origin's `Allow: /` joins the managed group and wins the tie.
+        let merged = append(origin, groups).unwrap();
+        assert!(crate::Robots::parse(&merged).is_allowed("GPTBot", "https://s/page"));
+        assert!(contested(origin, "User-agent: *\nDisallow: /x\n") == vec!["*"]);
+        assert!(contested(b"User-agent: Foo\nDisallow: /\n", groups).is_empty());
+    }
+
+    #[test]
+    fn managed_groups_stay_separate() {
+        let origin = b"User-agent: *\nDisallow: /admin\nUser-agent: Foo";
+        let merged = append(origin, "User-agent: GPTBot\nDisallow: /\n").unwrap();
+        let robots = crate::Robots::parse(&merged);
+        assert!(!robots.is_allowed("GPTBot", "https://s/"));
+        assert!(robots.is_allowed("Foo", "https://s/anything"), "Foo keeps its empty group");
+        assert!(!robots.is_allowed("other", "https://s/admin"));
+        let plain = append(b"User-agent: *\nDisallow: /x\n", "User-agent: CCBot\nDisallow: /").unwrap();
+        assert!(!std::str::from_utf8(&plain).unwrap().contains("Disallow:\n\n"));
+        let big = vec![b'#'; MAX_FILE_BYTES];
+        assert!(append(&big, "User-agent: x\nDisallow: /").is_none());
     }
 }

@@ -219,9 +219,9 @@ impl Front {
         // to CGI-style variables read `Content_Length` as `Content-Length`.
         // One `Content-Length` goes on, however the client repeated it.
         let forwarded = site.proxy.forwarded_headers;
-        let mut sent = crate::forwarded::Sent::default();
+        let mut sent = crate::http::forwarded::Sent::default();
         for f in req.headers.iter() {
-            if forwarded && crate::forwarded::is_forwarded_field(f.name) {
+            if forwarded && crate::http::forwarded::is_forwarded_field(f.name) {
                 sent.add(f.name, f.value);
             } else if !(hop_by_hop(f.name)
                 || f.name.contains('_')
@@ -238,7 +238,7 @@ impl Front {
             // connection (`edge`, written once); only a trusted proxy's own
             // chain makes a request's fields its own.
             if !sent.is_empty() && conn.peer.is_some_and(|p| self.gateway.trusted.contains(p)) {
-                for (name, value) in crate::forwarded::fields(conn.peer, true, conn.tls, &sent) {
+                for (name, value) in crate::http::forwarded::fields(conn.peer, true, conn.tls, &sent) {
                     push_field(&mut head, name, value.as_bytes());
                 }
             } else {

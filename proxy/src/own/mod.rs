@@ -24,7 +24,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::upstream::OriginConn;
+use crate::http::upstream::OriginConn;
 use async_trait::async_trait;
 use bytes::{Buf, BytesMut};
 use pingora::apps::{HttpServerApp, ServerApp};
@@ -36,12 +36,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Sleep;
 use upload::ClientBody;
 
-use crate::framing::{Body, content_length, list};
 use crate::gateway::{Answers, CRAWLER_FIELD, FrontedSite, Gateway, NeedsDns, UNKNOWN_HOST_BODY, Visit};
+use crate::http::framing::{Body, content_length, list};
 use crate::identity::signed::Signed;
 use crate::metrics::Path;
 use crate::pipeline::Pipeline;
-use crate::store::State;
+use crate::robots::store::State;
 
 mod fields;
 mod head;
@@ -108,7 +108,7 @@ impl ServerApp for Front {
     async fn process_new(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
         let _open = Open::count();
         if matches!(stream.selected_alpn_proto(), Some(ALPN::H2)) {
-            let stream = crate::coalesce::Coalesce::wrap(stream);
+            let stream = crate::http::coalesce::Coalesce::wrap(stream);
             if self.own_h2 {
                 self.serve_h2(stream, shutdown).await;
                 return None;
@@ -233,7 +233,9 @@ impl Front {
         // The forwarded fields as the gateway sees this connection, written
         // once for all its requests.
         let mut edge = Vec::new();
-        for (name, value) in crate::forwarded::fields(conn.peer, false, conn.tls, &crate::forwarded::Sent::default()) {
+        for (name, value) in
+            crate::http::forwarded::fields(conn.peer, false, conn.tls, &crate::http::forwarded::Sent::default())
+        {
             push_field(&mut edge, name, value.as_bytes());
         }
         loop {
@@ -348,7 +350,7 @@ impl Front {
     async fn proxied(&self, client: &mut Stream, buf: &mut BytesMut) -> Option<Option<std::net::SocketAddr>> {
         let until = tokio::time::Instant::now() + self.gateway.client_timeout;
         loop {
-            match crate::proxied::read(buf) {
+            match crate::http::proxied::read(buf) {
                 Ok(Some(header)) => {
                     buf.advance(header.len);
                     if let Some(source) = header.source {
@@ -378,7 +380,7 @@ impl Front {
     async fn hand_over(&self, client: Stream, read: BytesMut, shutdown: &ShutdownWatch) {
         // The first head was read here, under `client_timeout`; Pingora
         // reads the later ones, and the wrapper holds them to it too.
-        let client = crate::deadline::HeadDeadline::wrap(client, self.gateway.client_timeout);
+        let client = crate::http::deadline::HeadDeadline::wrap(client, self.gateway.client_timeout);
         let mut session = ServerSession::new_http1(client);
         session.set_keepalive(if *shutdown.borrow() { None } else { Some(KEEPALIVE.as_secs()) });
         // Pipelined requests are answered in order (RFC 9112 section 9.3.2);

@@ -22,7 +22,7 @@
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use crate::upstream::OriginConn;
+use crate::http::upstream::OriginConn;
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use h2::server::SendResponse;
@@ -36,9 +36,9 @@ use super::{
     Answers, CHUNK, Conn, Failure, Forward, Front, KEEPALIVE, MAX_FIELDS, MAX_HEAD, Plan, Response, Wait, answer,
     more_head, parse_head, push_field, read_more, status_of,
 };
-use crate::framing::{Body, content_length};
+use crate::http::framing::{Body, content_length};
+use crate::http::noted::Noted;
 use crate::metrics::Path;
-use crate::noted::Noted;
 
 /// Streams a client may have open at once (Pingora's and nginx's default
 /// is 100 and 128).
@@ -68,7 +68,9 @@ impl Front {
             tls: true,
         };
         let mut edge = Vec::new();
-        for (name, value) in crate::forwarded::fields(conn.peer, false, conn.tls, &crate::forwarded::Sent::default()) {
+        for (name, value) in
+            crate::http::forwarded::fields(conn.peer, false, conn.tls, &crate::http::forwarded::Sent::default())
+        {
             push_field(&mut edge, name, value.as_bytes());
         }
         let mut builder = h2::server::Builder::new();

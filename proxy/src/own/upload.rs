@@ -16,8 +16,8 @@ use pingora::protocols::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{CHUNK, Failure, RequestBody, Wait};
-use crate::framing::Body;
-use crate::upstream::OriginConn;
+use crate::http::framing::Body;
+use crate::http::upstream::OriginConn;
 
 /// What a client waiting on `Expect: 100-continue` is sent before its body.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";

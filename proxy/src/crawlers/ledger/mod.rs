@@ -14,7 +14,7 @@
 //! (`robotsgate_ledger_dropped_total`, `/status`), never waited for: a
 //! down or slow database never slows serving. Each event is also written
 //! into this process's journal, a memory-mapped file under `state_dir`
-//! ([`crate::journal`]), in the same step and without a system call; a
+//! ([`crate::crawlers::journal`]), in the same step and without a system call; a
 //! `kill -9` loses none of it, and the next start (or a live replica of
 //! the same `state_dir`, such as an upgrade's new process) counts what the
 //! database lacked, exactly once. A stop signal writes everything first.
@@ -53,8 +53,8 @@ use serde_json::json;
 
 use crate::identity::{Answer, Identity};
 use crate::metrics::Metrics;
-use crate::shared::{CALL_TIMEOUT, Shared};
-use crate::store::{RobotsStore, Served, State};
+use crate::robots::shared::{CALL_TIMEOUT, Shared};
+use crate::robots::store::{RobotsStore, Served, State};
 
 /// Whether a ledger runs in this process, and whether its last write on
 /// a stop signal is done: the process waits for it before it exits.

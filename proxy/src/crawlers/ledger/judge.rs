@@ -70,7 +70,7 @@ pub(super) struct Books {
     pub(super) marked: u64,
     /// Journals of processes that are gone, judged, with the last number
     /// judged: marked and removed at the next write.
-    pub(super) adopted: Vec<(crate::journal::Orphan, u64)>,
+    pub(super) adopted: Vec<(crate::crawlers::journal::Orphan, u64)>,
     /// When kept copies were last pruned.
     pub(super) pruned: Option<std::time::Instant>,
 }
@@ -398,7 +398,8 @@ impl Judge {
         let robots = rules::Robots::parse(&body);
         // Not registered: a replayed copy is not served.
         let counter = prometheus::IntCounter::new("replayed_copy", "unused").ok()?;
-        let mut served = Served::new(body, robots, crate::store::Origin::LastGood, UNIX_EPOCH, Duration::ZERO, counter);
+        let mut served =
+            Served::new(body, robots, crate::robots::store::Origin::LastGood, UNIX_EPOCH, Duration::ZERO, counter);
         served.origin = bytes::Bytes::copy_from_slice(origin);
         (served.etag == etag).then(|| Arc::new(served))
     }
@@ -413,7 +414,8 @@ impl Judge {
             prune_copies(dir);
         }
         let held: Vec<String> = books.adopted.iter().map(|(o, _)| o.id.clone()).collect();
-        let orphans: Vec<_> = crate::journal::orphans(dir, own).into_iter().filter(|o| !held.contains(&o.id)).collect();
+        let orphans: Vec<_> =
+            crate::crawlers::journal::orphans(dir, own).into_iter().filter(|o| !held.contains(&o.id)).collect();
         if orphans.is_empty() {
             return;
         }

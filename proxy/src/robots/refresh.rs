@@ -21,10 +21,10 @@ use robotsgate_fetch::{Observation, Validators};
 use rules::lint::{Code, Severity};
 use rules::{Policy, Reason};
 
-use crate::gate::{Declared, Hold};
 use crate::metrics::Metrics;
-use crate::shared::Shared;
-use crate::store::{Health, Origin, RobotsStore, Served, State};
+use crate::robots::gate::{Declared, Hold};
+use crate::robots::shared::Shared;
+use crate::robots::store::{Health, Origin, RobotsStore, Served, State};
 
 /// One site as the refresher sees it.
 #[derive(Clone, Debug)]
@@ -40,21 +40,21 @@ pub struct SiteRobots {
 /// The background service.
 #[derive(Debug)]
 pub struct Refresher {
-    sites: Vec<SiteRobots>,
-    store: Arc<RobotsStore>,
-    metrics: Arc<Metrics>,
-    interval: Duration,
-    max_staleness: Duration,
+    pub(super) sites: Vec<SiteRobots>,
+    pub(super) store: Arc<RobotsStore>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) interval: Duration,
+    pub(super) max_staleness: Duration,
     /// Wakes the refresher before its interval ends (`POST /refresh`).
-    now: Arc<tokio::sync::Notify>,
+    pub(super) now: Arc<tokio::sync::Notify>,
     /// The origins' HTTP clients (the monitor fetches a gateway-only
     /// site through the same code).
-    origins: robotsgate_fetch::origin::Origins,
+    pub(super) origins: robotsgate_fetch::origin::Origins,
     /// Last good copies shared with other gateways and the monitor, when
     /// the config names a database.
-    shared: Option<Arc<Shared>>,
+    pub(super) shared: Option<Arc<Shared>>,
     /// The crawler catalogue, for the groups an enforcing site cannot enforce.
-    catalogue: robotsgate_crawlers::Catalogue,
+    pub(super) catalogue: robotsgate_crawlers::Catalogue,
 }
 
 /// Whether a stored body may be served: what a fetch of it would pass.
@@ -151,7 +151,7 @@ impl Refresher {
             .filter(|(body, good_at)| {
                 // A copy with our managed groups in it is what a gateway served
                 // (the monitor polling through one): merging again would double them.
-                let merged = memchr::memmem::find(body, MANAGED_MARK).is_some();
+                let merged = memchr::memmem::find(body, rules::merge::MARK).is_some();
                 now.duration_since(*good_at).unwrap_or_default() <= self.max_staleness && servable(body) && !merged
             })
             .collect();
@@ -176,51 +176,9 @@ impl Refresher {
         self.restore_hold(site);
     }
 
-    /// Which of `candidates` (newest first) a gateway may take: the newest
-    /// that the gate would not hold against the copy it would replace (the
-    /// one served now, or for a gateway with none, the next older
-    /// candidate), or that was released. A copy another process recorded
-    /// before any gateway held it (the monitor polling the origin, say) is
-    /// so judged as a fetch would be, and a cold gateway never starts on a
-    /// deploy of `Disallow: /` that its fleet would hold.
-    async fn first_unheld(
-        &self,
-        shared: &Shared,
-        site: &SiteRobots,
-        candidates: &[(Vec<u8>, SystemTime)],
-    ) -> Option<usize> {
-        if site.declared.mode != rules::gate::Mode::Hold {
-            return (!candidates.is_empty()).then_some(0);
-        }
-        let current = match &*self.store.state(&site.name) {
-            State::Serve(s) => Some(Policy::Rules(s.robots.clone())),
-            _ => None,
-        };
-        for (i, (body, _)) in candidates.iter().enumerate() {
-            let old = match (&current, candidates.get(i + 1)) {
-                (Some(current), _) => current.clone(),
-                (None, Some((older, _))) => Policy::Rules(rules::Robots::parse(older)),
-                // The oldest copy there is: nothing to judge it against.
-                (None, None) => return Some(i),
-            };
-            let new = Policy::Rules(rules::Robots::parse(body));
-            let key = crate::gate::outcome_key(body);
-            if rules::gate::breaches(&old, &new, &site.declared.pins, &site.declared.floor).is_empty()
-                || self.store.is_released(&site.name, &key)
-                || shared.released(&site.name, &key).await
-            {
-                return Some(i);
-            }
-            if current.is_some() {
-                return None;
-            }
-        }
-        None
-    }
-
     /// The copy `served` again, labelled `source` (`held`, `last-good`):
     /// the same bytes, rules, origin body and cut, a new header.
-    fn relabelled(&self, site: &str, served: &Served, source: Origin) -> Served {
+    pub(super) fn relabelled(&self, site: &str, served: &Served, source: Origin) -> Served {
         let robots = Some(served.robots.clone());
         let mut kept = self.served_parsed(site, served.body.clone(), robots, source, served.good_at);
         kept.origin = served.origin.clone();
@@ -283,7 +241,7 @@ impl Refresher {
             return;
         }
         let (key, new) = match &body {
-            Some(b) => (crate::gate::outcome_key(b), Policy::Rules(rules::Robots::parse(b))),
+            Some(b) => (crate::robots::gate::outcome_key(b), Policy::Rules(rules::Robots::parse(b))),
             None => {
                 let status = status.unwrap_or(404);
                 (robotsgate_history::gate::outcome_of_status(status), Policy::AllowAll(Reason::ClientError(status)))
@@ -347,7 +305,7 @@ impl Refresher {
                     let body = Bytes::from(outcome.body.clone());
                     let served = self.serve_good(site, body.clone(), Some(robots), now, Origin::Origin);
                     let new = Policy::Rules(served.robots.clone());
-                    let key = crate::gate::outcome_key(&body);
+                    let key = crate::robots::gate::outcome_key(&body);
                     if self.holds(site, &key, outcome.status, Some(&body), &new, &mut health, now).await {
                         break 'good "held";
                     }
@@ -356,7 +314,7 @@ impl Refresher {
                         findings.iter().filter(|d| d.severity == Severity::Warning).count(),
                     );
                     if let Some(groups) = &site.proxy.managed_groups {
-                        health.contested = contested_agents(&outcome.body, groups);
+                        health.contested = rules::merge::contested(&outcome.body, groups);
                         if !health.contested.is_empty() {
                             tracing::warn!(site = %site.name, agents = %health.contested.join(", "), "the origin's robots.txt names agents the managed groups name too; Google merges them, so the origin's rules can outweigh the managed ones");
                         }
@@ -426,179 +384,6 @@ impl Refresher {
         }
     }
 
-    /// Whether the gate holds back the origin's new outcome `key` (policy
-    /// `new`; `body` when it is a file): true when it breaks a pin or the
-    /// floor that the copy served now keeps, and nobody released it. The
-    /// copy served now is then kept, labelled `held`, and the hold is
-    /// recorded in `health` and, for the fleet, in the database. A site in
-    /// `gate: warn` is never held; what would have been is recorded.
-    ///
-    /// A hold that ends here for any reason but a release (which records
-    /// itself) is recorded as ended in the fleet's database, so that the
-    /// monitor resolves its alert; a change `gate: warn` would have held
-    /// stays reported for as long as it is served.
-    #[allow(clippy::too_many_arguments)]
-    async fn holds(
-        &self,
-        site: &SiteRobots,
-        key: &str,
-        status: Option<u16>,
-        body: Option<&Bytes>,
-        new: &Policy,
-        health: &mut Health,
-        at: SystemTime,
-    ) -> bool {
-        let (previous, would) = (health.held.clone(), health.would_hold.clone());
-        let stale = matches!(&*self.store.state(&site.name), State::Serve(s) if s.age() > self.max_staleness);
-        let replaced = outcome_served(&self.store.state(&site.name));
-        let held = self.judge(site, key, status, body, new, health, at).await;
-        if !held && previous.is_some() {
-            self.store.forget_hold(&site.name);
-        }
-        // The outcome served until now gives way to another: a release that
-        // let it through is spent, on this gateway and in the fleet, so the
-        // same bytes coming back later are a new change, judged afresh.
-        if !held && let Some(replaced) = replaced.filter(|r| r != key) {
-            self.store.spend(&site.name, &replaced);
-            if let Some(shared) = &self.shared {
-                shared.spend(&site.name, &replaced, at).await;
-            }
-        }
-        // The served file is the one warned of until another comes.
-        if health.would_hold.is_none()
-            && let Some(w) = would.filter(|w| w.key == key)
-        {
-            health.would_hold = Some(w);
-        }
-        self.metrics.robots_would_hold.with_label_values(&[&site.name]).set(i64::from(health.would_hold.is_some()));
-        if let Some(previous) = previous
-            && health.held.as_ref().is_none_or(|h| h.key != previous.key)
-            && let Some(shared) = &self.shared
-        {
-            let why = if health.held.is_some() {
-                "another change that the gate holds replaced it"
-            } else if stale {
-                "the last good copy outlived max_staleness, so the origin's answer is served"
-            } else {
-                "the origin's next answer breaks nothing declared"
-            };
-            let (shared, name) = (Arc::clone(shared), site.name.clone());
-            tokio::spawn(async move { shared.end_hold(&name, &previous.key, why, at).await });
-        }
-        held
-    }
-
-    /// Ends the hold of a change released while the origin fails. A held
-    /// file is the good copy from then on, served through the failure
-    /// (`last-good`), on disk too, as a gateway starting now would take it
-    /// from the fleet's database; a held deletion leaves the good copy
-    /// served, as `last-good` (a failure passed through would read as
-    /// "disallow all").
-    async fn end_released_hold(&self, site: &SiteRobots, health: &mut Health) {
-        let Some(hold) = health.held.clone() else { return };
-        let key = &hold.key;
-        if !(self.store.is_released(&site.name, key) || self.released_in_fleet(&site.name, key).await) {
-            return;
-        }
-        health.held = None;
-        self.metrics.robots_held.with_label_values(&[&site.name]).set(0);
-        self.store.forget_hold(&site.name);
-        let current = self.store.state(&site.name);
-        let State::Serve(served) = &*current else { return };
-        let kept = match &hold.body {
-            Some(body) => {
-                if let Err(e) = self.store.persist(&site.name, body, hold.since) {
-                    tracing::warn!(site = %site.name, "cannot keep the good copy on disk: {e}");
-                }
-                self.serve_good(site, body.clone(), None, hold.since, Origin::LastGood)
-            }
-            None => self.relabelled(&site.name, served, Origin::LastGood),
-        };
-        self.store.set(&site.name, State::Serve(Arc::new(kept)));
-        tracing::info!(site = %site.name, outcome = %key, "the held change was released while the origin fails; serving it as the last good copy until the origin answers");
-    }
-
-    /// The judgement behind [`Refresher::holds`].
-    #[allow(clippy::too_many_arguments)]
-    async fn judge(
-        &self,
-        site: &SiteRobots,
-        key: &str,
-        status: Option<u16>,
-        body: Option<&Bytes>,
-        new: &Policy,
-        health: &mut Health,
-        at: SystemTime,
-    ) -> bool {
-        let previous = health.held.take();
-        health.would_hold = None;
-        let gauge = self.metrics.robots_held.with_label_values(&[&site.name]);
-        gauge.set(0);
-        let declared = &site.declared;
-        if declared.mode == rules::gate::Mode::Off {
-            return false;
-        }
-        // With no good copy (a cold start, or the origin had no file) there
-        // is nothing to keep serving: the origin's answer passes.
-        let current = self.store.state(&site.name);
-        let State::Serve(served) = &*current else { return false };
-        if body.is_some_and(|b| *b == served.origin) {
-            return false;
-        }
-        if served.age() > self.max_staleness {
-            if previous.is_some() {
-                tracing::warn!(site = %site.name, age_secs = served.age().as_secs(), "the held change passes: the last good copy is older than max_staleness");
-            }
-            return false;
-        }
-        let old = Policy::Rules(served.robots.clone());
-        let breaches = rules::gate::breaches(&old, new, &declared.pins, &declared.floor);
-        if breaches.is_empty() {
-            return false;
-        }
-        if self.store.is_released(&site.name, key) || self.released_in_fleet(&site.name, key).await {
-            tracing::info!(site = %site.name, outcome = key, "the change was released; serving it");
-            return false;
-        }
-        let since = match &previous {
-            Some(h) if h.key == key => h.since,
-            _ => SystemTime::now(),
-        };
-        let hold = Arc::new(Hold { key: key.to_string(), status, body: body.cloned(), breaches, since });
-        if declared.mode == rules::gate::Mode::Warn {
-            tracing::warn!(site = %site.name, "gate: warn: serving a change that would have been held: {}", hold.summary());
-            health.would_hold = Some(hold);
-            return false;
-        }
-        if served.source != Origin::Held {
-            let kept = self.relabelled(&site.name, served, Origin::Held);
-            self.store.set(&site.name, State::Serve(Arc::new(kept)));
-        }
-        if previous.as_ref().is_none_or(|h| h.key != key) {
-            tracing::warn!(site = %site.name, outcome = key, "a change to robots.txt is held; crawlers keep the last good copy: {}", hold.summary());
-        }
-        gauge.set(1);
-        if previous.as_ref().is_none_or(|h| h.key != key) {
-            self.store.persist_hold(&site.name, status, body.map(|b| &b[..]), hold.since);
-        }
-        if let Some(shared) = &self.shared {
-            // Off the refresh loop, as saving is.
-            let (shared, name, hold) = (Arc::clone(shared), site.name.clone(), Arc::clone(&hold));
-            tokio::spawn(async move { shared.hold(&name, &hold, at).await });
-        }
-        health.held = Some(hold);
-        true
-    }
-
-    /// Whether the fleet's database says `key` of `site` was released
-    /// (false when there is none, or it cannot say now).
-    async fn released_in_fleet(&self, site: &str, key: &str) -> bool {
-        match &self.shared {
-            Some(shared) => shared.released(site, key).await,
-            None => false,
-        }
-    }
-
     /// The origin has no file (it answered `status`): the good copy goes
     /// from memory, from disk and, for every gateway sharing it, from the
     /// database, so that neither a restart nor a replica brings it back.
@@ -638,7 +423,7 @@ impl Refresher {
 
     /// The served form of a good origin body: as is, or with the managed
     /// groups appended.
-    fn serve_good(
+    pub(super) fn serve_good(
         &self,
         site: &SiteRobots,
         body: Bytes,
@@ -693,8 +478,8 @@ impl Refresher {
         settings: &robotsgate_config::AiPolicySettings,
         origin: &[u8],
     ) -> rules::ai_policy::Compiled {
-        let policy = crate::ai::policy(settings);
-        let denied = crate::ai::denied_tokens(&policy, &self.catalogue);
+        let policy = crate::crawlers::ai::policy(settings);
+        let denied = crate::crawlers::ai::denied_tokens(&policy, &self.catalogue);
         policy.compile(&denied, origin)
     }
 
@@ -703,16 +488,6 @@ impl Refresher {
         let host = p.sni.as_deref().unwrap_or(&p.hosts[0]);
         let at = robotsgate_fetch::origin::OriginAddress { origin: &p.origin, host, tls: p.origin_tls };
         self.origins.fetch(&site.name, at, &Validators::default()).await
-    }
-}
-
-/// The outcome a site's state stands for, keyed as holds and releases are:
-/// the origin's body served now, or the 4xx that means "no file".
-fn outcome_served(state: &State) -> Option<String> {
-    match state {
-        State::Serve(s) if s.source != Origin::Static => Some(crate::gate::outcome_key(&s.origin)),
-        State::NoFile(status) => Some(robotsgate_history::gate::outcome_of_status(*status)),
-        _ => None,
     }
 }
 
@@ -728,48 +503,8 @@ fn no_file_conflicts(site: &SiteRobots, status: u16) -> Vec<String> {
     }
 }
 
-/// The line that opens the managed groups in a served file.
-const MANAGED_MARK: &[u8] = rules::merge::MARK;
-
-/// Appends managed groups so Google reads them as written (see
-/// [`rules::merge`]). `None` when the result would pass 500 KiB.
-pub fn merge_managed(origin: &[u8], groups: &str) -> Option<Bytes> {
-    rules::merge::append(origin, groups).map(Bytes::from)
-}
-
-/// The agents (lower-cased product tokens, or `*`) that both the managed
-/// groups and the origin's file name. Google merges every group naming one
-/// agent, so for these the origin's rules join the managed ones, and an
-/// origin `Allow` as long as a managed `Disallow` wins over it: the managed
-/// rule can silently stop working.
-pub fn contested_agents(origin: &[u8], groups: &str) -> Vec<String> {
-    let ours = agents_named(groups.as_bytes());
-    let theirs = agents_named(origin);
-    ours.into_iter().filter(|a| theirs.contains(a)).collect()
-}
-
-fn agents_named(body: &[u8]) -> Vec<String> {
-    #[derive(Default)]
-    struct Agents(Vec<String>);
-    impl rules::parse::Handler for Agents {
-        fn directive(&mut self, d: &rules::parse::Directive<'_>) {
-            if d.kind != rules::KeyKind::UserAgent {
-                return;
-            }
-            let name = rules::parse::agent_key(d.value)
-                .map_or_else(|| "*".to_string(), |t| String::from_utf8_lossy(&t).into_owned());
-            if !name.is_empty() && !self.0.contains(&name) {
-                self.0.push(name);
-            }
-        }
-    }
-    let mut agents = Agents::default();
-    rules::parse::parse(body, &mut agents);
-    agents.0
-}
-
-/// Whether the last group of `body` has `user-agent` lines but no rule yet,
-/// so that a following `user-agent` line would join it.
+/// The static robots.txt a site serves instead of its origin's: its
+/// `robots_static` text, or its `robots_file` read now.
 fn static_text(p: &SiteProxy) -> Option<Bytes> {
     if let Some(text) = &p.robots_static {
         return Some(Bytes::from(text.clone().into_bytes()));
@@ -800,36 +535,5 @@ impl BackgroundService for Refresher {
                 () = self.now.notified() => tracing::info!("refresh requested"),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn contested_agents_are_found() {
-        let origin = b"User-agent: *\nDisallow: /admin\n\nUser-agent: gptbot/1.0\nAllow: /\n";
-        let groups = "User-agent: GPTBot\nUser-agent: CCBot\nDisallow: /\n";
-        assert_eq!(contested_agents(origin, groups), vec!["gptbot"]);
-        // Why it matters: the origin's `Allow: /` joins the managed group and wins the tie.
-        let merged = merge_managed(origin, groups).unwrap();
-        assert!(rules::Robots::parse(&merged).is_allowed("GPTBot", "https://s/page"));
-        assert!(contested_agents(origin, "User-agent: *\nDisallow: /x\n") == vec!["*"]);
-        assert!(contested_agents(b"User-agent: Foo\nDisallow: /\n", groups).is_empty());
-    }
-
-    #[test]
-    fn managed_groups_stay_separate() {
-        let origin = b"User-agent: *\nDisallow: /admin\nUser-agent: Foo";
-        let merged = merge_managed(origin, "User-agent: GPTBot\nDisallow: /\n").unwrap();
-        let robots = rules::Robots::parse(&merged);
-        assert!(!robots.is_allowed("GPTBot", "https://s/"));
-        assert!(robots.is_allowed("Foo", "https://s/anything"), "Foo keeps its empty group");
-        assert!(!robots.is_allowed("other", "https://s/admin"));
-        let plain = merge_managed(b"User-agent: *\nDisallow: /x\n", "User-agent: CCBot\nDisallow: /").unwrap();
-        assert!(!std::str::from_utf8(&plain).unwrap().contains("Disallow:\n\n"));
-        let big = vec![b'#'; rules::parse::MAX_FILE_BYTES];
-        assert!(merge_managed(&big, "User-agent: x\nDisallow: /").is_none());
     }
 }

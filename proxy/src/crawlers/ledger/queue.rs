@@ -27,7 +27,7 @@ pub(super) struct Event {
 #[derive(Debug, Default)]
 pub(super) struct Pending {
     pub(super) events: Vec<Event>,
-    pub(super) journal: Option<crate::journal::Journal>,
+    pub(super) journal: Option<crate::crawlers::journal::Journal>,
     /// The record being encoded, kept to reuse its allocation.
     pub(super) scratch: Vec<u8>,
 }
@@ -87,7 +87,7 @@ impl Ledger {
         journal_dir: Option<&std::path::Path>,
     ) -> (Arc<Ledger>, Judge) {
         let journal = match journal_dir.filter(|_| settings.journal_mib > 0) {
-            Some(dir) => match crate::journal::Journal::create(dir, settings.journal_mib << 20) {
+            Some(dir) => match crate::crawlers::journal::Journal::create(dir, settings.journal_mib << 20) {
                 Ok(j) => Some(j),
                 Err(e) => {
                     // Serving goes on; the counts are then only as safe as

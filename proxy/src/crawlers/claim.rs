@@ -51,7 +51,7 @@ impl Crawlers {
     /// the catalogue spells it (verdicts go by that word).
     ///
     /// ```
-    /// let c = proxy::crawler::Crawlers::new::<&str>(robotsgate_crawlers::Catalogue::builtin(), &[]);
+    /// let c = proxy::crawlers::claim::Crawlers::new::<&str>(robotsgate_crawlers::Catalogue::builtin(), &[]);
     /// let ua = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
     /// assert_eq!(c.identify(ua).map(|(_, w)| w), Some("Googlebot"));
     /// assert_eq!(c.identify("Googlebot-Image/1.0").map(|(_, w)| w), Some("Googlebot-Image"));

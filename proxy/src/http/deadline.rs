@@ -148,4 +148,4 @@ impl AsyncWrite for HeadDeadline {
     }
 }
 
-crate::wrapped::forward_stream_traits!(HeadDeadline);
+crate::http::wrapped::forward_stream_traits!(HeadDeadline);

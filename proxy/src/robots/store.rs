@@ -100,7 +100,7 @@ pub struct Health {
     /// Lint findings of the current good copy: errors, warnings.
     pub lint: (usize, usize),
     /// Agents named by both the managed groups and the origin's current
-    /// good copy (see `refresh::contested_agents`).
+    /// good copy (see `rules::merge::contested`).
     pub contested: Vec<String>,
     /// Usage tokens the served file has groups for, on a site that
     /// enforces: no request carries them, so those groups are not enforced.
@@ -108,9 +108,9 @@ pub struct Health {
     /// Where the origin's file says otherwise than the site's AI policy.
     pub ai_conflicts: Vec<String>,
     /// The change the gate holds, if it holds one.
-    pub held: Option<Arc<crate::gate::Hold>>,
+    pub held: Option<Arc<crate::robots::gate::Hold>>,
     /// The change the gate would have held on a site in `gate: warn`.
-    pub would_hold: Option<Arc<crate::gate::Hold>>,
+    pub would_hold: Option<Arc<crate::robots::gate::Hold>>,
 }
 
 /// Every site's state.
@@ -119,7 +119,7 @@ pub struct RobotsStore {
     sites: HashMap<String, (ArcSwap<State>, ArcSwap<Health>)>,
     dir: PathBuf,
     /// Outcomes released through the admin API, by site (see
-    /// [`crate::gate::outcome_key`]).
+    /// [`crate::robots::gate::outcome_key`]).
     released: std::sync::Mutex<HashMap<String, Vec<String>>>,
 }
 

@@ -30,7 +30,7 @@ use std::io::IoSlice;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::noted::Noted;
+use crate::http::noted::Noted;
 
 use pingora::protocols::Stream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -139,12 +139,12 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Coalesce<S> {
     }
 }
 
-crate::wrapped::forward_stream_traits!(Coalesce);
+crate::http::wrapped::forward_stream_traits!(Coalesce);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::noted::tests::Counted;
+    use crate::http::noted::tests::Counted;
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
     use std::task::Waker;

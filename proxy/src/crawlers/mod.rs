@@ -1,0 +1,9 @@
+//! What the gateway knows and does about crawlers: who a request claims to
+//! be (`claim`) and whether that is verified (`verify`), a site's AI policy
+//! (`ai`), and the compliance ledger (`ledger`, with its `journal`).
+
+pub mod ai;
+pub mod claim;
+pub mod journal;
+pub mod ledger;
+pub mod verify;

@@ -8,7 +8,7 @@
 #   - over TLS 1.3: HTTP/1.1 (wrk) and HTTP/2 (h2load), against nginx
 #     terminating TLS with the same certificate and proxying to the same
 #     origin;
-#   - at 1 and 64 connections, on the fast path and on Pingora's pipeline;
+#   - at 1 and 64 connections, on the own path and on Pingora's pipeline;
 #   - with THREADS worker threads for the gateway and nginx alike.
 # And, where perf can count them on this machine, instructions per request.
 # Installs nginx, wrk and nghttp2-client (h2load) from Debian if missing.
@@ -166,8 +166,8 @@ if [ -n "$callgrind" ]; then
       continue
     fi
     callgrind_run "nginx as reverse proxy, HTTP" http://127.0.0.1:18803/ "$c" "$nginx_vg"
-    callgrind_run "gateway plain, fast path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"
-    callgrind_run "gateway everything on, fast path, HTTP" http://127.0.0.1:18820/ "$c" "${pids[1]}"
+    callgrind_run "gateway plain, own path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"
+    callgrind_run "gateway everything on, own path, HTTP" http://127.0.0.1:18820/ "$c" "${pids[1]}"
     callgrind_run "gateway everything on, pipeline, HTTP" http://127.0.0.1:18840/ "$c" "${pids[2]}"
     callgrind_run "nginx, TLS 1.3, HTTP/1.1" https://127.0.0.1:18813/ "$c" "$nginx_vg"
     callgrind_run "gateway everything on, TLS 1.3, HTTP/1.1" https://127.0.0.1:18830/ "$c" "${pids[1]}"
@@ -248,8 +248,8 @@ echo "${secs}s per line; gateway and nginx: $threads worker(s); mix: 80% browser
 for c in ${CONNS:-1 64}; do
   [ "${LINES:-}" != h2 ] || break
   wrk_run "nginx as reverse proxy, HTTP" http://127.0.0.1:18803/ "$c" "$nginx_pid"
-  wrk_run "gateway plain, fast path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"
-  wrk_run "gateway everything on, fast path, HTTP" http://127.0.0.1:18820/ "$c" "${pids[1]}"
+  wrk_run "gateway plain, own path, HTTP" http://127.0.0.1:18800/ "$c" "${pids[0]}"
+  wrk_run "gateway everything on, own path, HTTP" http://127.0.0.1:18820/ "$c" "${pids[1]}"
   wrk_run "gateway everything on, pipeline, HTTP" http://127.0.0.1:18840/ "$c" "${pids[2]}"
   wrk_run "nginx, TLS 1.3, HTTP/1.1" https://127.0.0.1:18813/ "$c" "$nginx_pid"
   wrk_run "gateway everything on, TLS 1.3, HTTP/1.1" https://127.0.0.1:18830/ "$c" "${pids[1]}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The gate's cost on the request path (issue #40): two gateways in one run,
 # identical but for `gate:` (hold with pins, and off), each in front of the
-# same nginx origin, on the fast path; wrk with the request mix
+# same nginx origin, on the own path; wrk with the request mix
 # (scripts/mix.lua: 80% browsers, 20% crawlers) at 1 and 64 connections,
 # the lines interleaved (off, hold, off, hold) so that drift in the machine
 # falls on both. The gate runs on refresh, never per request, so the two

@@ -5,7 +5,7 @@
 #   - ledger off;
 #   - ledger on, no journal (`journal_mib: 0`), writing to SQLite every 10 s;
 #   - ledger on with its journal (the default), the same.
-# On the fast path, at 1 and 64 connections, with crawler User-Agents in
+# On the own path, at 1 and 64 connections, with crawler User-Agents in
 # the mix (scripts/mix.lua: 80% browsers, 20% crawlers), over pages some
 # of which the robots.txt disallows. The origin is nginx on loopback. The
 # three take turns, ROUNDS times, so drift on the machine falls on all
@@ -94,7 +94,7 @@ run() { # LABEL PORT CONNECTIONS PID
     "$(awk '$1=="99%" {print $2}' <<<"$out")" "$calls"
 }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-echo "wrk ${secs}s per line; gateway: 1 worker thread, fast path, everything on; mix: 80% browsers, 20% crawlers"
+echo "wrk ${secs}s per line; gateway: 1 worker thread, own path, everything on; mix: 80% browsers, 20% crawlers"
 for r in $(seq 1 "$rounds"); do
   for c in 1 64; do
     run "ledger off" 18700 "$c" "${pids[0]}"

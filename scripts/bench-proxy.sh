@@ -51,7 +51,7 @@ sites:
       hosts: [shop.test]
       origin: 127.0.0.1:18601
 CONF
-# The same gateway with its fast path off: every request through Pingora's
+# The same gateway with its own path off: every request through Pingora's
 # pipeline, for comparison in the same run.
 sed -e 's/127.0.0.1:18600/127.0.0.1:18604/' -e 's/127.0.0.1:18602/127.0.0.1:18605/' \
   -e "s#state_dir: .*#state_dir: $work/state-pipeline#" -e 's/^  threads:/  fast_path: false\n  threads:/' \

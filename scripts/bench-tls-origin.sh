@@ -2,7 +2,7 @@
 # A site whose origin speaks TLS (`origin_tls`, as behind a CDN or a load
 # balancer), in one run: nginx as a reverse proxy to that origin over TLS
 # (keep-alive, session reuse, verifying with the same CA), the gateway's
-# fast path, and the gateway with the fast path off (Pingora's pipeline,
+# own path, and the gateway with the own path off (Pingora's pipeline,
 # which carried every such request before #50). Plain HTTP from wrk to each
 # proxy, at 1 and 64 connections, one worker thread each, ROUNDS times in
 # turn. The origin is nginx terminating TLS 1.3 for shop.test with a
@@ -95,7 +95,7 @@ echo "wrk ${secs}s per line; one worker thread each; origin: nginx, TLS 1.3"
 for r in $(seq 1 "$rounds"); do
   for c in 1 64; do
     run "nginx, proxy_pass https" 18962 "$c"
-    run "gateway fast path" 18970 "$c"
+    run "gateway own path" 18970 "$c"
     run "gateway pipeline (fast_path: false)" 18980 "$c"
   done
 done

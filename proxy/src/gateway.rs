@@ -1,6 +1,6 @@
 //! The gateway's decisions, shared by both request paths: which site a
 //! Host names, what `/robots.txt` is answered with, and what a crawler's
-//! request is judged. The fast HTTP/1.1 path (`forward`) and Pingora's full
+//! request is judged. The own path (`own`, HTTP/1.1 and HTTP/2) and Pingora's
 //! pipeline (`pipeline`) both call these, so they cannot disagree. The proxy
 //! parses no robots.txt itself: verdicts come from `rules`.
 
@@ -32,7 +32,7 @@ pub struct FrontedSite {
     pub proxy: SiteProxy,
     /// Where proxied requests go.
     pub origin: Origin,
-    /// Idle keep-alive connections to its origin, plain or TLS (fast path only).
+    /// Idle keep-alive connections to its origin, plain or TLS (own path only).
     pub upstream: Upstream,
     /// The `Content-Usage` header its AI policy adds to proxied responses
     /// that carry none of their own.
@@ -372,7 +372,7 @@ impl Gateway {
     /// if one is kept and the User-Agent claims a crawler. Verification is
     /// asked only of what is known now: an answer that needs reverse DNS
     /// is asked again off the request path, by the ledger. Where both
-    /// request paths see the same fetch (the fast path hands a request
+    /// request paths see the same fetch (the own path hands a request
     /// over), it is recorded twice, which changes nothing: a fetch is a
     /// crawler's last read, not a count.
     pub fn count_fetch(&self, site: &FrontedSite, user_agent: &str, peer: Option<IpAddr>, forwarded_for: Option<&str>) {
@@ -392,7 +392,7 @@ impl Gateway {
     /// The line is serialized straight into a buffer each thread keeps and
     /// written with one call: building it as a `serde_json::Value` first
     /// cost about 32,000 instructions a crawler request, more than the
-    /// rest of the fast path (docs/BENCHMARKS.md, session 22).
+    /// rest of the own path (docs/BENCHMARKS.md, session 22).
     pub fn log_visit(site: &FrontedSite, visit: &Visit, method: &str, target: &str, status: u16) {
         let line = VisitLine {
             timestamp: Rfc3339Millis(std::time::SystemTime::now()),

@@ -413,7 +413,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 
     let mut hosts = HashMap::new();
-    // One verifying connector for every TLS origin of the fast path, as
+    // One verifying connector for every TLS origin of the own path, as
     // Pingora's pipeline verifies them (`origin_ca_file` or the system's roots).
     let tls = if fronted.iter().any(|(_, p)| p.origin_tls) {
         let ca = settings.origin_ca_file.as_deref();

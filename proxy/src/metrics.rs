@@ -54,21 +54,22 @@ pub struct Metrics {
     /// Crawler requests the ledger judged violations, by site, crawler
     /// (a catalogue token) and identity answer.
     pub ledger_violations: IntCounterVec,
-    /// Responses, by request path (`fast`, `pipeline`) and status class
-    /// (`1xx` to `5xx`; `none` when the client left first).
+    /// Responses, by request path (`own`, `pipeline`), protocol (`http1`,
+    /// `http2`) and status class (`1xx` to `5xx`; `none` when the client
+    /// left first).
     pub responses: IntCounterVec,
-    /// The same counters, looked up once: `[fast, pipeline][status / 100]`.
-    by_class: [[IntCounter; 6]; 2],
+    /// The same counters, looked up once: `[path][protocol][status / 100]`.
+    by_class: [[[IntCounter; 6]; 2]; 2],
     /// Responses the gateway made itself because the origin failed (502,
     /// 504), by site and status: its own 5xx, apart from the origin's.
     pub origin_failures: IntCounterVec,
     /// Seconds from a request's complete head to its response's end, by
-    /// path: `fast`, `pipeline` (HTTP/1.1 handed over), `h2`, and `robots`
-    /// (robots.txt answered from the store, on any path).
+    /// path (`own`, `pipeline`), protocol (`http1`, `http2`) and `robots`
+    /// (`true`: robots.txt answered from the store).
     pub duration: HistogramVec,
-    /// The same histograms, looked up once: [`PATHS`] order.
-    by_path: [Histogram; 4],
-    /// Seconds the fast path waited on the origin, by phase: `connect` (a
+    /// The same histograms, looked up once: `[path][protocol][robots]`.
+    by_route: [[[Histogram; 2]; 2]; 2],
+    /// Seconds the own path waited on the origin, by phase: `connect` (a
     /// new connection) and `response` (request sent to response head).
     pub upstream: HistogramVec,
     /// `upstream{phase="connect"}`, looked up once.
@@ -84,29 +85,59 @@ pub struct Metrics {
     pub tls_expiry: IntGaugeVec,
 }
 
-/// The paths of [`Metrics::duration`].
-pub const PATHS: [&str; 4] = ["fast", "pipeline", "h2", "robots"];
-
-/// Which path answered, for [`Metrics::duration`].
+/// Which of the gateway's two request paths served a request: the
+/// `path` label of [`Metrics::responses`] and [`Metrics::duration`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
-    /// The gateway's own HTTP/1.1 path.
-    Fast = 0,
-    /// Pingora's pipeline, HTTP/1.1.
+    /// The gateway's own path (`own`): HTTP/1.x read in `own`, HTTP/2 in
+    /// `own::streams`.
+    Own = 0,
+    /// Pingora's pipeline (`pipeline`): what the own path hands over, and
+    /// everything with `fast_path: false`.
     Pipeline = 1,
-    /// Pingora's pipeline, HTTP/2.
-    H2 = 2,
-    /// robots.txt from the store.
-    Robots = 3,
 }
+
+/// The HTTP version the client spoke: the `protocol` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.0 or HTTP/1.1 (`http1`).
+    Http1 = 0,
+    /// HTTP/2 (`http2`).
+    Http2 = 1,
+}
+
+/// The path and protocol a request went by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// Which path served it.
+    pub path: Path,
+    /// Which HTTP version the client spoke.
+    pub protocol: Protocol,
+}
+
+impl Route {
+    /// HTTP/1.x on the own path.
+    pub const OWN_HTTP1: Route = Route { path: Path::Own, protocol: Protocol::Http1 };
+    /// HTTP/2 on the own path.
+    pub const OWN_HTTP2: Route = Route { path: Path::Own, protocol: Protocol::Http2 };
+    /// HTTP/1.x on Pingora's pipeline.
+    pub const PIPELINE_HTTP1: Route = Route { path: Path::Pipeline, protocol: Protocol::Http1 };
+    /// HTTP/2 on Pingora's pipeline.
+    pub const PIPELINE_HTTP2: Route = Route { path: Path::Pipeline, protocol: Protocol::Http2 };
+}
+
+/// The values of the `path` label, in [`Path`] order.
+pub const PATHS: [&str; 2] = ["own", "pipeline"];
+/// The values of the `protocol` label, in [`Protocol`] order.
+pub const PROTOCOLS: [&str; 2] = ["http1", "http2"];
 
 /// Latency buckets, in seconds: from a cached robots.txt (tens of µs) to
 /// an origin at its timeout.
 const BUCKETS: [f64; 14] =
     [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0];
 
-fn histogram(registry: &Registry, name: &str, help: &str, label: &str) -> HistogramVec {
-    let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(BUCKETS.to_vec()), &[label])
+fn histogram(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> HistogramVec {
+    let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(BUCKETS.to_vec()), labels)
         .unwrap_or_else(|e| panic!("metric {name}: {e}"));
     let _ = registry.register(Box::new(h.clone()));
     h
@@ -129,15 +160,17 @@ fn gauge(registry: &Registry, name: &str, help: &str) -> IntGaugeVec {
 const CLASSES: [&str; 6] = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"];
 
 impl Metrics {
-    /// Counts a response of `status` (0: none) on the fast path or the pipeline.
-    pub fn response(&self, pipeline: bool, status: u16) {
+    /// Counts a response of `status` (0: none) that went by `route`.
+    pub fn response(&self, route: Route, status: u16) {
         let class = usize::from(status / 100).min(5);
-        self.by_class[usize::from(pipeline)][class].inc();
+        self.by_class[route.path as usize][route.protocol as usize][class].inc();
     }
 
-    /// Records how long a request took on `path`, from `began`.
-    pub fn took(&self, path: Path, began: std::time::Instant) {
-        self.by_path[path as usize].observe(began.elapsed().as_secs_f64());
+    /// Records how long a request that went by `route` took, from `began`;
+    /// `robots` when it was robots.txt answered from the store.
+    pub fn took(&self, route: Route, robots: bool, began: std::time::Instant) {
+        self.by_route[route.path as usize][route.protocol as usize][usize::from(robots)]
+            .observe(began.elapsed().as_secs_f64());
     }
 
     /// Creates and registers the counters.
@@ -146,23 +179,27 @@ impl Metrics {
         let responses = counter(
             &registry,
             "robotsgate_responses_total",
-            "Responses, by request path and status class",
-            &["path", "class"],
+            "Responses, by request path, protocol and status class",
+            &["path", "protocol", "class"],
         );
-        let by_class =
-            ["fast", "pipeline"].map(|path| CLASSES.map(|class| responses.with_label_values(&[path, class])));
+        let by_class = PATHS.map(|path| {
+            PROTOCOLS.map(|protocol| CLASSES.map(|class| responses.with_label_values(&[path, protocol, class])))
+        });
         let duration = histogram(
             &registry,
             "robotsgate_request_duration_seconds",
-            "Seconds from a request's head to its response's end, by path",
-            "path",
+            "Seconds from a request's head to its response's end, by path, protocol and whether it was robots.txt from the store",
+            &["path", "protocol", "robots"],
         );
-        let by_path = PATHS.map(|p| duration.with_label_values(&[p]));
+        let by_route = PATHS.map(|path| {
+            PROTOCOLS
+                .map(|protocol| ["false", "true"].map(|robots| duration.with_label_values(&[path, protocol, robots])))
+        });
         let upstream = histogram(
             &registry,
             "robotsgate_upstream_duration_seconds",
-            "Seconds the fast path waited on the origin, by phase",
-            "phase",
+            "Seconds the own path waited on the origin, by phase",
+            &["phase"],
         );
         let (upstream_connect, upstream_response) =
             (upstream.with_label_values(&["connect"]), upstream.with_label_values(&["response"]));
@@ -181,7 +218,7 @@ impl Metrics {
             responses,
             by_class,
             duration,
-            by_path,
+            by_route,
             upstream,
             upstream_connect,
             upstream_response,

@@ -1,9 +1,9 @@
 //! Pingora's full proxy pipeline, as `ProxyHttp` hooks over the shared
-//! [`Gateway`]. It serves what the fast path (`forward`) hands over:
+//! [`Gateway`]. It serves what the own path (`own`) hands over:
 //! upgrades, other expectations and transfer codings, HTTP/1.0 without
 //! `Host`, and anything unusual, with Pingora's own handling of each; and
 //! every request with `fast_path: false` (HTTP/2, HTTP/1.0 and TLS origins
-//! included). The hooks make the same decisions as the fast path, through
+//! included). The hooks make the same decisions as the own path, through
 //! the same `Gateway` methods.
 
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 
 use crate::gateway::{CRAWLER_FIELD, FrontedSite, Gateway, UNKNOWN_HOST_BODY, Visit};
 use crate::http::framing::{absolute_form, content_length};
-use crate::metrics::Path;
+use crate::metrics::Route;
 use crate::robots::store::State;
 
 /// The pipeline's hooks.
@@ -28,8 +28,9 @@ pub struct Pipeline(pub Arc<Gateway>);
 pub struct RequestCtx {
     site: Option<Arc<FrontedSite>>,
     visit: Option<Visit>,
-    /// When the request's head was in, and which path it counts under.
-    began: Option<(std::time::Instant, crate::metrics::Path)>,
+    /// When the request's head was in, the route it counts under, and
+    /// whether it was robots.txt answered from the store.
+    began: Option<(std::time::Instant, Route, bool)>,
 }
 
 fn header(session: &Session, name: http::header::HeaderName) -> Option<&str> {
@@ -75,7 +76,7 @@ fn h2_target(session: &mut Session) -> Result<bool> {
     }
 }
 
-/// Makes a request head safe to forward, as the fast path does; `false`
+/// Makes a request head safe to forward, as the own path does; `false`
 /// when it must be refused (400).
 ///
 /// - Field names with `_` are dropped (nginx's default): origins that map
@@ -103,7 +104,7 @@ fn tidy(session: &mut Session) -> Result<bool> {
     }
     let req = session.req_header();
     let underscored: Vec<http::HeaderName> = req.headers.keys().filter(|n| n.as_str().contains('_')).cloned().collect();
-    // The fast path's own check, field by field: every value must be one
+    // The own path's own check, field by field: every value must be one
     // plain length, all the same.
     let (mut length, mut fields, mut listed) = (None, 0, false);
     for value in req.headers.get_all(http::header::CONTENT_LENGTH) {
@@ -170,8 +171,8 @@ impl ProxyHttp for Pipeline {
     fn init_downstream_modules(&self, _modules: &mut pingora::modules::http::HttpModules) {}
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Self::CTX) -> Result<bool> {
-        let path = if session.as_downstream().is_http2() { Path::H2 } else { Path::Pipeline };
-        ctx.began = Some((std::time::Instant::now(), path));
+        let route = if session.as_downstream().is_http2() { Route::PIPELINE_HTTP2 } else { Route::PIPELINE_HTTP1 };
+        ctx.began = Some((std::time::Instant::now(), route, false));
         // The listeners went to a new process: each connection ends after
         // this answer (`Connection: close`), so its client reconnects to the
         // new one, rather than have Pingora drop it idle at shutdown under a
@@ -202,7 +203,7 @@ impl ProxyHttp for Pipeline {
                 let forwarded = (!forwarded.is_empty()).then(|| forwarded.join(","));
                 self.0.count_fetch(&site, ua, peer, forwarded.as_deref());
             }
-            ctx.began = ctx.began.map(|(at, _)| (at, Path::Robots));
+            ctx.began = ctx.began.map(|(at, route, _)| (at, route, true));
             return self.serve_robots(session, &site).await;
         }
         if is_robots {
@@ -240,7 +241,7 @@ impl ProxyHttp for Pipeline {
     /// origin sent one.
     /// An HTTP/1.0 client gets no chunked answer (RFC 9112 section 6.1):
     /// without the coding's field Pingora writes the content as it
-    /// decodes it, ended by the close, as the fast path does.
+    /// decodes it, ended by the close, as the own path does.
     async fn response_filter(
         &self,
         session: &mut Session,
@@ -309,7 +310,7 @@ impl ProxyHttp for Pipeline {
     }
 
     /// Pingora's default answers 502 to every origin failure; an origin
-    /// that did not answer in time gets 504, as on the fast path.
+    /// that did not answer in time gets 504, as on the own path.
     async fn fail_to_proxy(&self, session: &mut Session, e: &pingora::Error, ctx: &mut Self::CTX) -> FailToProxy {
         use pingora::ErrorSource;
         let code = match (e.etype(), e.esource()) {
@@ -332,9 +333,14 @@ impl ProxyHttp for Pipeline {
 
     async fn logging(&self, session: &mut Session, _e: Option<&pingora::Error>, ctx: &mut Self::CTX) {
         let status = session.response_written().map_or(0, |r| r.status.as_u16());
-        self.0.metrics.response(true, status);
-        if let Some((began, path)) = ctx.began {
-            self.0.metrics.took(path, began);
+        let route = match ctx.began {
+            Some((_, route, _)) => route,
+            None if session.as_downstream().is_http2() => Route::PIPELINE_HTTP2,
+            None => Route::PIPELINE_HTTP1,
+        };
+        self.0.metrics.response(route, status);
+        if let Some((began, route, robots)) = ctx.began {
+            self.0.metrics.took(route, robots, began);
         }
         let (Some(site), Some(visit)) = (&ctx.site, &ctx.visit) else { return };
         let req = session.req_header();

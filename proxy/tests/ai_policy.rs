@@ -1,4 +1,4 @@
-//! A site's AI policy through the real gateway, on the fast path and on
+//! A site's AI policy through the real gateway, on the own path and on
 //! Pingora's pipeline alone: the robots.txt it compiles to, the
 //! `Content-Usage` header on proxied pages, and enforcement (403, 402,
 //! 429), checked to agree with each other for every catalogued crawler of

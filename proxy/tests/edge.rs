@@ -223,7 +223,7 @@ fn pipelined_requests_are_all_answered_in_order() {
             .map(|t| answer.find(t).unwrap_or_else(|| panic!("fast {fast}: no {t}: {answer}")))
             .collect();
         assert!(order.windows(2).all(|w| w[0] < w[1]), "fast {fast}: {answer}");
-        // After a chunked request too (the fast path hands that one over).
+        // After a chunked request too (the own path hands that one over).
         let raw = b"POST /chunk HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n\
                     GET /after HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n";
         let answer = exchange(e.addr, raw, Duration::from_secs(5));

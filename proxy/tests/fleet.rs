@@ -79,7 +79,7 @@ fn a_new_replica_serves_the_fleets_copy_through_an_outage(db: Db) {
     assert_eq!(robots(alone).map(|r| r.status), Some(503), "{db:?}: a replica with no copy served something");
 
     // B starts with an empty state_dir, during the outage: A's copy, on
-    // either path (the fast path and the pipeline each answer robots.txt).
+    // either path (the own path and the pipeline each answer robots.txt).
     let (_b_pipeline, b_pipeline) = replica(&dir, origin.addr, Some(&database), false);
     let (_b, b_addr) = replica(&dir, origin.addr, Some(&database), true);
     for (fast, addr) in [(true, b_addr), (false, b_pipeline)] {

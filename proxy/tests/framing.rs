@@ -1,5 +1,5 @@
 //! HTTP/1.1 message framing as an attacker and a broken origin try it, on
-//! raw sockets, once with the fast path and once with Pingora's pipeline
+//! raw sockets, once with the own path and once with Pingora's pipeline
 //! alone (RFC 9112 sections 2.2, 5, 6, 7; RFC 9110 section 6.4.1).
 //!
 //! Request side: every malformed or ambiguous head is refused or forwarded

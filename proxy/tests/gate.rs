@@ -27,7 +27,7 @@ struct Gateway {
 }
 
 /// A gateway for `shop.test` in front of `origin` with the site lines
-/// `site_extra` (pins, `gate:`), on the fast path or the pipeline.
+/// `site_extra` (pins, `gate:`), on the own path or the pipeline.
 fn gateway(dir: &Path, origin: SocketAddr, fast: bool, database: Option<&str>, site_extra: &str) -> Gateway {
     let (listen, admin) = (free_port(), free_port());
     let database = database.map(|d| format!("database: \"{d}\"\n")).unwrap_or_default();

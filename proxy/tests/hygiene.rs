@@ -103,10 +103,10 @@ fn what_operators_need_to_see_on_both_paths() {
             metrics()
         );
         let m = metrics();
-        let path = if fast { "fast" } else { "pipeline" };
+        let path = if fast { "own" } else { "pipeline" };
         for series in [
-            format!("robotsgate_request_duration_seconds_count{{path=\"{path}\"}}"),
-            "robotsgate_request_duration_seconds_count{path=\"robots\"}".to_string(),
+            format!("robotsgate_request_duration_seconds_count{{path=\"{path}\",protocol=\"http1\",robots=\"false\"}}"),
+            format!("robotsgate_request_duration_seconds_count{{path=\"{path}\",protocol=\"http1\",robots=\"true\"}}"),
             "robotsgate_build_info{daemon=\"robots-proxy\",version=".to_string(),
             "process_resident_memory_bytes".to_string(),
             "process_open_fds".to_string(),

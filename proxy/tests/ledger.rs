@@ -1,5 +1,5 @@
 //! The gateway's compliance ledger (`proxy.ledger`), in front of a real
-//! origin, writing to a real database, on the fast path and on Pingora's
+//! origin, writing to a real database, on the own path and on Pingora's
 //! pipeline alone. Scripted crawlers read robots.txt, then obey or not,
 //! across a robots.txt change, inside and after their cache window: a
 //! verified crawler (its address in an IP-range feed on loopback), a

@@ -1,6 +1,6 @@
 //! Requests the gateway's own path takes now, where Pingora's pipeline
 //! took them before: chunked uploads, `Expect: 100-continue` and HTTP/1.0
-//! clients. Through the real binary, on the fast path and on the pipeline
+//! clients. Through the real binary, on the own path and on the pipeline
 //! alone: bodies sent a few bytes at a time, extensions and trailers, a
 //! request pipelined after the body, a go-ahead for each waiting client
 //! and none for a request the gateway answers itself, a broken or stalled
@@ -76,7 +76,8 @@ fn metric(admin: SocketAddr, series: &str) -> f64 {
     text.lines().find(|l| l.starts_with(series)).and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0.0)
 }
 
-const PIPELINE: &str = "robotsgate_request_duration_seconds_count{path=\"pipeline\"}";
+const PIPELINE: &str =
+    "robotsgate_request_duration_seconds_count{path=\"pipeline\",protocol=\"http1\",robots=\"false\"}";
 
 #[test]
 fn chunked_uploads_arrive_whole_and_the_connection_goes_on() {

@@ -1,4 +1,4 @@
-//! Sites whose origin speaks TLS (`origin_tls`), on the fast path and on
+//! Sites whose origin speaks TLS (`origin_tls`), on the own path and on
 //! Pingora's pipeline alike: a real nginx terminating TLS with a private
 //! CA's certificate for `shop.test`. Requests go through verified and
 //! with SNI, over kept-alive connections (nginx's own log counts them);
@@ -70,10 +70,10 @@ struct Gate {
 }
 
 impl Gate {
-    /// 2xx responses counted on `path` (`fast` or `pipeline`).
+    /// HTTP/1.1 2xx responses counted on `path` (`own` or `pipeline`).
     fn ok_on(&self, path: &str) -> u64 {
         let text = request(self.admin, "GET", "admin", "/metrics", &[]).map(|r| r.text()).unwrap_or_default();
-        let line = format!("robotsgate_responses_total{{class=\"2xx\",path=\"{path}\"}} ");
+        let line = format!("robotsgate_responses_total{{class=\"2xx\",path=\"{path}\",protocol=\"http1\"}} ");
         text.lines().find_map(|l| l.strip_prefix(&line)).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
     }
 }
@@ -123,14 +123,14 @@ fn verified_kept_alive(fast_path: bool) {
         "robots.txt from the TLS origin: {}",
         get(&g, "/robots.txt").text()
     );
-    let (fast, pipeline) = (g.ok_on("fast"), g.ok_on("pipeline"));
+    let (fast, pipeline) = (g.ok_on("own"), g.ok_on("pipeline"));
     for _ in 0..20 {
         let r = get(&g, "/page");
         assert_eq!((r.status, r.text().as_str()), (200, "tls page\n"));
     }
-    // Each path serves what it is given: the fast path no longer hands a
+    // Each path serves what it is given: the own path no longer hands a
     // TLS origin's requests to the pipeline.
-    let (on, off) = if fast_path { ("fast", "pipeline") } else { ("pipeline", "fast") };
+    let (on, off) = if fast_path { ("own", "pipeline") } else { ("pipeline", "own") };
     let before = if fast_path { (fast, pipeline) } else { (pipeline, fast) };
     assert_eq!((g.ok_on(on) - before.0, g.ok_on(off) - before.1), (20, 0), "all on the {on} path");
     let pages = logged(&origin, "/page");

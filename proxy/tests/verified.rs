@@ -1,4 +1,4 @@
-//! Crawler verification inside the real gateway, on the fast path and on
+//! Crawler verification inside the real gateway, on the own path and on
 //! Pingora's pipeline alone: clients connect from several 127.0.0.0/8
 //! addresses, each standing for a crawler's address; IP-range feeds come
 //! from a loopback origin that can fail; reverse DNS is asked of dnsmasq on

@@ -1,6 +1,6 @@
 //! Where an HTTP/1.1 message body ends, found while its bytes stream past,
 //! and the `Content-Length` values both request paths accept.
-//! The fast path relays response bodies byte for byte (chunked stays
+//! The own path relays response bodies byte for byte (chunked stays
 //! chunked, with its extensions and trailers) and needs only to know where
 //! each message stops, so the connection can carry the next one. A chunked
 //! request body is read strictly ([`Body::chunked_request`]) and chunked

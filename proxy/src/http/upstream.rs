@@ -1,4 +1,4 @@
-//! Keep-alive connections from the fast path to one site's origin, plain
+//! Keep-alive connections from the own path to one site's origin, plain
 //! HTTP or TLS: connect (and shake hands) with a deadline, and keep idle
 //! connections for reuse.
 //!
@@ -12,7 +12,7 @@
 //! A pooled connection may have been closed by the origin while it sat
 //! idle. `take` drops connections that are already readable (closed, or
 //! holding bytes nobody asked for); a close that races the reuse is caught
-//! by the fast path, which retries a request without a body once on a new
+//! by the own path, which retries a request without a body once on a new
 //! connection.
 
 use std::net::SocketAddr;

@@ -78,7 +78,7 @@ impl Front {
             Ok(httparse::Status::Partial) => return None,
             Err(_) => return Some((Plan::HandOver, 0)),
         };
-        if !self.fast {
+        if !self.own {
             return Some((Plan::HandOver, 0));
         }
         Some((self.decide(&req, closing, conn, edge, known).unwrap_or(Plan::HandOver), len))

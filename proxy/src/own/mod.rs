@@ -39,7 +39,7 @@ use upload::ClientBody;
 use crate::gateway::{Answers, CRAWLER_FIELD, FrontedSite, Gateway, NeedsDns, UNKNOWN_HOST_BODY, Visit};
 use crate::http::framing::{Body, content_length, list};
 use crate::identity::signed::Signed;
-use crate::metrics::Path;
+use crate::metrics::Route;
 use crate::pipeline::Pipeline;
 use crate::robots::store::State;
 
@@ -79,27 +79,27 @@ struct Reply {
     head: Vec<u8>,
 }
 
-/// The listener's application: the fast path, with Pingora's pipeline behind it.
+/// The listener's application: the own path, with Pingora's pipeline behind it.
 pub struct Front {
     gateway: Arc<Gateway>,
     pipeline: Arc<HttpProxy<Pipeline>>,
-    fast: bool,
-    /// HTTP/2 connections are served on the gateway's own path
-    /// (`streams`) whenever the fast path is on.
-    own_h2: bool,
+    /// The own path is on (`fast_path`); off, every connection goes to
+    /// the pipeline.
+    own: bool,
 }
 
 impl std::fmt::Debug for Front {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Front").field("gateway", &self.gateway).field("fast", &self.fast).finish_non_exhaustive()
+        f.debug_struct("Front").field("gateway", &self.gateway).field("own", &self.own).finish_non_exhaustive()
     }
 }
 
 impl Front {
-    /// The fast path over `gateway`; `pipeline` takes what it hands over.
-    /// With `fast` false every connection goes to the pipeline.
-    pub fn new(gateway: Arc<Gateway>, pipeline: Arc<HttpProxy<Pipeline>>, fast: bool) -> Front {
-        Front { own_h2: fast, gateway, pipeline, fast }
+    /// The own path over `gateway`; `pipeline` takes what it hands over.
+    /// With `own` false (`fast_path: false`) every connection goes to the
+    /// pipeline.
+    pub fn new(gateway: Arc<Gateway>, pipeline: Arc<HttpProxy<Pipeline>>, own: bool) -> Front {
+        Front { gateway, pipeline, own }
     }
 }
 
@@ -109,7 +109,7 @@ impl ServerApp for Front {
         let _open = Open::count();
         if matches!(stream.selected_alpn_proto(), Some(ALPN::H2)) {
             let stream = crate::http::coalesce::Coalesce::wrap(stream);
-            if self.own_h2 {
+            if self.own {
                 self.serve_h2(stream, shutdown).await;
                 return None;
             }
@@ -313,9 +313,9 @@ impl Front {
                         return;
                     }
                     let status = status_of(&response);
-                    self.gateway.metrics.response(false, status);
+                    self.gateway.metrics.response(Route::OWN_HTTP1, status);
                     let robots = log.is_none() && status != self.gateway.unknown_host_status;
-                    self.gateway.metrics.took(if robots { Path::Robots } else { Path::Fast }, began);
+                    self.gateway.metrics.took(Route::OWN_HTTP1, robots, began);
                     if let Some(log) = log {
                         log.write(status);
                     }
@@ -331,7 +331,7 @@ impl Front {
                         client_limit: self.gateway.client_timeout,
                     };
                     let keep = self.relay(&mut client, &mut buf, &mut reply, &mut wait, f).await;
-                    self.gateway.metrics.took(Path::Fast, began);
+                    self.gateway.metrics.took(Route::OWN_HTTP1, false, began);
                     keep
                 }
             };
@@ -386,7 +386,7 @@ impl Front {
         // Pipelined requests are answered in order (RFC 9112 section 9.3.2);
         // Pingora's default drops them after the first answer.
         session.set_pipelining_enabled(true);
-        // A request body may pause `client_timeout`, as on the fast path
+        // A request body may pause `client_timeout`, as on the own path
         // (Pingora's own default is 60 s, and is not carried across reuse).
         session.set_read_timeout(Some(self.gateway.client_timeout));
         if !read.is_empty() {

@@ -36,7 +36,7 @@ impl Front {
             }
             Err(Failure::Broken) => (0, false),
         };
-        self.gateway.metrics.response(false, status);
+        self.gateway.metrics.response(Route::OWN_HTTP1, status);
         if let Some(log) = &f.log {
             log.write(status);
         }

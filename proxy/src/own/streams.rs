@@ -3,7 +3,7 @@
 //! judged by the same `decide` as an HTTP/1.1 one (so robots.txt,
 //! enforcement, identity and the ledger cannot differ between the two),
 //! answered from the store, or relayed as HTTP/1.1 to the site's origin
-//! over the fast path's pooled connections, its answer framed back as
+//! over the own path's pooled connections, its answer framed back as
 //! HTTP/2.
 //!
 //! Why: through Pingora's pipeline an HTTP/2 request cost about 150,000
@@ -38,7 +38,7 @@ use super::{
 };
 use crate::http::framing::{Body, content_length};
 use crate::http::noted::Noted;
-use crate::metrics::Path;
+use crate::metrics::Route;
 
 /// Streams a client may have open at once (Pingora's and nginx's default
 /// is 100 and 128).
@@ -159,17 +159,17 @@ impl Front {
             Ok(plan) => plan,
             Err(Refused(why)) => {
                 let status = send_answer(&mut respond, &answer(400, why.as_bytes(), false));
-                self.gateway.metrics.response(false, status);
-                self.gateway.metrics.took(Path::H2, began);
+                self.gateway.metrics.response(Route::OWN_HTTP2, status);
+                self.gateway.metrics.took(Route::OWN_HTTP2, false, began);
                 return;
             }
         };
         match plan {
             Plan::Answer { response, log, .. } => {
                 let status = send_answer(&mut respond, &response);
-                self.gateway.metrics.response(false, status);
+                self.gateway.metrics.response(Route::OWN_HTTP2, status);
                 let robots = log.is_none() && status != self.gateway.unknown_host_status;
-                self.gateway.metrics.took(if robots { Path::Robots } else { Path::H2 }, began);
+                self.gateway.metrics.took(Route::OWN_HTTP2, robots, began);
                 if let Some(log) = log {
                     log.write(status);
                 }
@@ -182,20 +182,20 @@ impl Front {
                         // lets an END_STREAM head with a length through.
                         let status =
                             send_answer(&mut respond, &answer(400, b"robots-proxy: the body is missing\n", false));
-                        self.gateway.metrics.response(false, status);
-                        self.gateway.metrics.took(Path::H2, began);
+                        self.gateway.metrics.response(Route::OWN_HTTP2, status);
+                        self.gateway.metrics.took(Route::OWN_HTTP2, false, began);
                         return;
                     }
                     (true, _) if has_length(&parts.headers) => Upload::Length(f.body),
                     (true, _) => Upload::Chunked,
                 };
                 self.relay_h2(f, upload, body, respond).await;
-                self.gateway.metrics.took(Path::H2, began);
+                self.gateway.metrics.took(Route::OWN_HTTP2, false, began);
             }
             Plan::HandOver | Plan::Verify { .. } => {
                 let status = send_answer(&mut respond, &answer(400, b"robots-proxy: malformed request\n", false));
-                self.gateway.metrics.response(false, status);
-                self.gateway.metrics.took(Path::H2, began);
+                self.gateway.metrics.response(Route::OWN_HTTP2, status);
+                self.gateway.metrics.took(Route::OWN_HTTP2, false, began);
             }
         }
     }
@@ -290,7 +290,7 @@ impl Front {
                 0
             }
         };
-        self.gateway.metrics.response(false, status);
+        self.gateway.metrics.response(Route::OWN_HTTP2, status);
         if let Some(log) = &f.log {
             log.write(status);
         }

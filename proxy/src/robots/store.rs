@@ -58,9 +58,9 @@ pub struct Served {
     /// The 200 response header, built once: every request clones it.
     pub head: ResponseHeader,
     /// The same header as HTTP/1.1 bytes, status line included and the
-    /// blank line left off, for the fast path to write as it is.
+    /// blank line left off, for the own path to write as it is.
     pub wire: Bytes,
-    /// The 304 the fast path answers a matching `If-None-Match` with, in
+    /// The 304 the own path answers a matching `If-None-Match` with, in
     /// the same form: the 200's fields but its length.
     pub wire_304: Bytes,
     /// The `robots_served` counter of this site and source, looked up once.

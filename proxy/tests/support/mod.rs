@@ -35,7 +35,7 @@ pub fn spawn_proxy(cfg: &Path, addrs: &[SocketAddr]) -> Proc {
 }
 
 /// Starts a gateway with one enforcing site, `shop.test`, and one that
-/// does not enforce, `open.test`, both in front of `origin`, on the fast path or Pingora's pipeline alone; `timeouts`
+/// does not enforce, `open.test`, both in front of `origin`, on the own path or Pingora's pipeline alone; `timeouts`
 /// holds the `proxy:` lines for its grace period and timeouts. Returns it
 /// and its listening address.
 #[allow(dead_code)] // Not every suite that shares this module needs it.

@@ -14,14 +14,14 @@ use super::problem::{Problem, problem};
 #[openapi(
     info(title = "robotsgate console API", description = "The robots-monitor console's data as JSON: sites, revisions, alerts, the gate's releases and the robots.txt tester. Errors are RFC 9457 problem documents."),
     paths(
-        super::pages::api_sites,
-        super::pages::api_site,
-        super::pages::api_revision,
-        super::pages::api_alerts,
-        super::pages::api_retry_alert,
-        super::pages::api_release,
-        super::pages::api_test_get,
-        super::pages::api_test_post,
+        super::pages::sites::api_sites,
+        super::pages::site::api_site,
+        super::pages::revision::api_revision,
+        super::pages::alerts::api_alerts,
+        super::pages::alerts::api_retry_alert,
+        super::pages::release::api_release,
+        super::pages::tester::api_test_get,
+        super::pages::tester::api_test_post,
         super::compliance::api_overview,
         super::compliance::api_site,
         openapi_json,
@@ -107,6 +107,25 @@ mod tests {
                     assert!(declared.contains(&tag), "{method} {path}: tag {tag}");
                 }
             }
+        }
+    }
+
+    /// The shared answers (`Unavailable`, `Forbidden`) come out as the
+    /// inline ones did: a problem document, referenced, with its media type.
+    #[test]
+    fn shared_problem_answers_are_problem_documents() {
+        let doc: serde_json::Value = serde_json::from_str(&super::Doc::openapi().to_json().unwrap()).unwrap();
+        for (path, method, status) in [
+            ("/api/sites", "get", "503"),
+            ("/api/alerts", "get", "503"),
+            ("/api/sites/{name}/release", "post", "403"),
+            ("/api/sites/{name}/release", "post", "503"),
+            ("/api/alerts/{id}/retry", "post", "403"),
+        ] {
+            let answer = &doc["paths"][path][method]["responses"][status];
+            let schema = &answer["content"]["application/problem+json"]["schema"]["$ref"];
+            assert_eq!(schema, "#/components/schemas/Problem", "{method} {path} {status}: {answer}");
+            assert!(answer["description"].as_str().is_some_and(|d| !d.is_empty()), "{method} {path} {status}");
         }
     }
 }

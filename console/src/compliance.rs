@@ -426,7 +426,7 @@ fn api_period(
     responses(
         (status = 200, description = "Every site's totals, and every day's counts", body = Overview),
         (status = 400, description = "`days` outside 1 to 366, a `since` that is no duration, or a `crawler` robotsgate does not know", body = super::problem::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
+        crate::problem::Unavailable,
     ))]
 pub async fn api_overview(
     State(m): App,
@@ -448,7 +448,7 @@ pub async fn api_overview(
         (status = 200, description = "Per crawler: requests, violations, grace, identity answers, its last robots.txt read; and every day's counts", body = SiteCompliance),
         (status = 400, description = "`days` outside 1 to 366, a `since` that is no duration, or a `crawler` robotsgate does not know", body = super::problem::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such site", body = super::problem::Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The history database did not answer", body = super::problem::Problem, content_type = "application/problem+json"),
+        crate::problem::Unavailable,
     ))]
 pub async fn api_site(
     State(m): App,

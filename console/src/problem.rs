@@ -28,6 +28,23 @@ pub struct Problem {
     pub detail: String,
 }
 
+/// The answer every `/api/` operation that reads the history can give:
+/// 503, as a problem, when the database does not answer. One definition
+/// for the OpenAPI document, listed in each operation's `responses`.
+#[derive(Debug, utoipa::IntoResponses)]
+#[response(
+    status = 503,
+    description = "The history database did not answer",
+    content_type = "application/problem+json"
+)]
+pub struct Unavailable(pub Problem);
+
+/// The answer of every `/api/` operation that needs the admin token: 403,
+/// as a problem, without it or with a wrong one.
+#[derive(Debug, utoipa::IntoResponses)]
+#[response(status = 403, description = "No or a wrong admin token", content_type = "application/problem+json")]
+pub struct Forbidden(pub Problem);
+
 /// A problem response for `status` with `detail`.
 pub fn problem(status: StatusCode, detail: impl Into<String>) -> Response {
     let body = Problem {

@@ -6,7 +6,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use monitor::clock::when;
-use monitor::store::{Store, StoreError};
+use monitor::store::{Store, StoreError, q};
 
 /// Most alerts listed, newest first.
 const LIMIT: i64 = 500;
@@ -50,7 +50,6 @@ pub struct AlertsPage {
 /// The newest alerts; `email` says whether mail is configured, without
 /// which an unsent alert is only recorded, never "queued".
 pub async fn list(store: &Store, email: bool) -> Result<Vec<AlertLine>, StoreError> {
-    let q = |doing: &'static str| move |source| StoreError::Query { doing, source };
     let rows = sqlx::query(
         "SELECT id, site, created_at, subject, sent_at, attempts, last_error, severity FROM alerts ORDER BY id DESC LIMIT $1",
     )

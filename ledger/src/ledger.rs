@@ -11,11 +11,7 @@ use sqlx::Row as _;
 
 pub use robotsgate_history::ledger::{Key, Read, SAMPLES, Tally, write_reads, write_rows};
 
-use monitor::store::{Store, StoreError};
-
-fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
-    move |source| StoreError::Query { doing, source }
-}
+use monitor::store::{Store, StoreError, q};
 
 /// Every crawler's last robots.txt read on `site`.
 pub async fn reads(store: &Store, site: &str) -> Result<HashMap<String, Read>, StoreError> {

@@ -11,7 +11,7 @@ use hmac::{KeyInit, Mac};
 use robotsgate_config::Channel;
 use sqlx::Row;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, q};
 
 /// The channels that take an alert of `severity` about `site` one by one
 /// (digest channels collect theirs in their digest instead).
@@ -50,10 +50,6 @@ pub struct Delivery {
     pub created_at: i64,
     /// Attempts so far.
     pub attempts: i64,
-}
-
-pub(crate) fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
-    move |source| StoreError::Query { doing, source }
 }
 
 /// Claims the oldest delivery that is due on a channel not in `skip`, so

@@ -18,8 +18,7 @@ use std::fmt::Write as _;
 use robotsgate_config::{AlertSeverity, Channel};
 use sqlx::Row;
 
-use crate::channels::q;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, q};
 
 const DAY_MS: i64 = 86_400_000;
 /// Most alerts a digest lists; the rest are counted.

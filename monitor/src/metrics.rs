@@ -14,6 +14,7 @@ use sqlx::Row;
 use crate::clock::now_ms;
 use crate::counters::counters;
 use crate::monitor::Monitor;
+use crate::store::q;
 
 fn gauge(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     IntGaugeVec::new(Opts::new(name, help), labels).unwrap_or_else(|e| panic!("metric {name}: {e}"))
@@ -48,7 +49,6 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
         }
         page += 1;
     }
-    let q = |doing: &'static str| move |source| crate::store::StoreError::Query { doing, source };
     let rows = sqlx::query(
         "SELECT site, MAX(COALESCE(last_at, at)) AS at FROM fetches WHERE status >= 200 AND status < 300 GROUP BY site",
     )

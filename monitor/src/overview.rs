@@ -5,7 +5,7 @@
 use serde::Serialize;
 use sqlx::Row;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, q};
 
 /// Rows per page.
 pub const PAGE: i64 = 50;
@@ -67,7 +67,6 @@ pub async fn sites(
     now: i64,
     stale_ms: i64,
 ) -> Result<(Vec<SiteLine>, i64), StoreError> {
-    let q = |doing: &'static str| move |source| StoreError::Query { doing, source };
     let pattern = format!("%{}%", filter.q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
     // The state filter needs the classification, which is computed here,
     // so a filtered listing reads every matching name and pages after.

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use sqlx::any::AnyRow;
-use sqlx::{AnyPool, Row};
+use sqlx::{AnyPool, FromRow, Row};
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
@@ -28,8 +28,10 @@ pub enum StoreError {
     },
 }
 
-/// Names what the store was doing when a query failed.
-pub(crate) fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
+/// Names what the store was doing when a query failed: the one way every
+/// query in the monitor, the ledger and the console maps its error
+/// (`.map_err(q("reading sites"))`).
+pub fn q(doing: &'static str) -> impl FnOnce(sqlx::Error) -> StoreError {
     move |source| StoreError::Query { doing, source }
 }
 
@@ -60,7 +62,7 @@ pub struct SiteRow {
 }
 
 /// One recorded state.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct StateRow {
     /// Its id.
     pub id: i64,
@@ -92,7 +94,7 @@ pub struct VerdictRow {
 }
 
 /// An alert waiting in the outbox.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct AlertRow {
     /// Its id.
     pub id: i64,
@@ -289,7 +291,7 @@ impl Store {
             .fetch_optional(&self.pool)
             .await
             .map_err(q("reading a state"))?;
-        row.map(|r| state_row(&r)).transpose().map_err(q("reading a state"))
+        row.map(|r| StateRow::from_row(&r)).transpose().map_err(q("reading a state"))
     }
 
     /// The HTTP status of `site`'s fetch at `at` (Unix ms), if that fetch
@@ -348,23 +350,14 @@ impl Store {
             .await
             .map_err(q("claiming an alert"))?;
             if claimed.rows_affected() == 1 {
-                let row =
-                    sqlx::query("SELECT id, site, subject, body_text, body_html, attempts FROM alerts WHERE id = $1")
-                        .bind(id)
-                        .fetch_one(&self.pool)
-                        .await
-                        .map_err(q("reading an alert"))?;
-                let read = |r: &AnyRow| -> Result<AlertRow, sqlx::Error> {
-                    Ok(AlertRow {
-                        id: r.try_get("id")?,
-                        site: r.try_get("site")?,
-                        subject: r.try_get("subject")?,
-                        body_text: r.try_get("body_text")?,
-                        body_html: r.try_get("body_html")?,
-                        attempts: r.try_get("attempts")?,
-                    })
-                };
-                return read(&row).map(Some).map_err(q("reading an alert"));
+                return sqlx::query_as::<_, AlertRow>(
+                    "SELECT id, site, subject, body_text, body_html, attempts FROM alerts WHERE id = $1",
+                )
+                .bind(id)
+                .fetch_one(&self.pool)
+                .await
+                .map(Some)
+                .map_err(q("reading an alert"));
             }
         }
         Ok(None)
@@ -417,7 +410,7 @@ impl Store {
         .fetch_all(&self.pool)
         .await
         .map_err(q("reading history"))?;
-        rows.iter().map(state_row).collect::<Result<_, _>>().map_err(q("reading history"))
+        rows.iter().map(StateRow::from_row).collect::<Result<_, _>>().map_err(q("reading history"))
     }
 
     /// The verdicts recorded for a state.
@@ -606,17 +599,6 @@ pub async fn queue_alert(
             .map_err(q("queueing a delivery"))?;
     }
     Ok(alert_id)
-}
-
-fn state_row(r: &AnyRow) -> Result<StateRow, sqlx::Error> {
-    Ok(StateRow {
-        id: r.try_get("id")?,
-        at: r.try_get("at")?,
-        revision_id: r.try_get("revision_id")?,
-        policy: r.try_get("policy")?,
-        reason: r.try_get("reason")?,
-        escalated_at: r.try_get("escalated_at")?,
-    })
 }
 
 pub use robotsgate_history::body_hash;

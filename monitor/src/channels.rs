@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use hmac::{KeyInit, Mac};
 use robotsgate_config::Channel;
-use sqlx::Row;
 
 use crate::store::{Store, StoreError, q};
 
@@ -32,7 +31,7 @@ const CLAIM_MS: i64 = SEND_LIMIT.as_millis() as i64 + 5_000;
 const SLACK_TEXT: usize = 3_000;
 
 /// A delivery waiting to go out, with its alert.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct Delivery {
     /// The alert.
     pub alert_id: i64,
@@ -45,6 +44,7 @@ pub struct Delivery {
     /// The alert's subject.
     pub subject: String,
     /// The alert's plain text.
+    #[sqlx(rename = "body_text")]
     pub text: String,
     /// When the alert was queued (Unix ms).
     pub created_at: i64,
@@ -55,18 +55,14 @@ pub struct Delivery {
 /// Claims the oldest delivery that is due on a channel not in `skip`, so
 /// that monitors sharing the database do not send it at once.
 pub async fn claim(store: &Store, now: i64, skip: &[String]) -> Result<Option<Delivery>, StoreError> {
-    let rows = sqlx::query(
+    let rows: Vec<(i64, String)> = sqlx::query_as(
         "SELECT alert_id, channel FROM deliveries WHERE sent_at IS NULL AND next_attempt_at <= $1 ORDER BY next_attempt_at, alert_id LIMIT 50",
     )
     .bind(now)
     .fetch_all(store.pool())
     .await
     .map_err(q("finding due deliveries"))?;
-    for row in rows {
-        let (alert_id, channel): (i64, String) = (
-            row.try_get("alert_id").map_err(q("reading a delivery"))?,
-            row.try_get("channel").map_err(q("reading a delivery"))?,
-        );
+    for (alert_id, channel) in rows {
         if skip.contains(&channel) {
             continue;
         }
@@ -83,28 +79,16 @@ pub async fn claim(store: &Store, now: i64, skip: &[String]) -> Result<Option<De
         if claimed.rows_affected() != 1 {
             continue;
         }
-        let r = sqlx::query(
-            "SELECT a.site, a.severity, a.subject, a.body_text, a.created_at, d.attempts FROM alerts a \
-             JOIN deliveries d ON d.alert_id = a.id AND d.channel = $2 WHERE a.id = $1",
+        return sqlx::query_as::<_, Delivery>(
+            "SELECT d.alert_id, d.channel, a.site, a.severity, a.subject, a.body_text, a.created_at, d.attempts \
+             FROM alerts a JOIN deliveries d ON d.alert_id = a.id AND d.channel = $2 WHERE a.id = $1",
         )
         .bind(alert_id)
         .bind(&channel)
         .fetch_one(store.pool())
         .await
-        .map_err(q("reading a delivery"))?;
-        let read = || -> Result<Delivery, sqlx::Error> {
-            Ok(Delivery {
-                alert_id,
-                channel: channel.clone(),
-                site: r.try_get("site")?,
-                severity: r.try_get("severity")?,
-                subject: r.try_get("subject")?,
-                text: r.try_get("body_text")?,
-                created_at: r.try_get("created_at")?,
-                attempts: r.try_get("attempts")?,
-            })
-        };
-        return read().map(Some).map_err(q("reading a delivery"));
+        .map(Some)
+        .map_err(q("reading a delivery"));
     }
     Ok(None)
 }

@@ -43,7 +43,7 @@ if ! as_postgres psql -p "$pg_port" -qtAc "SELECT 1 FROM pg_database WHERE datna
   as_postgres psql -p "$pg_port" -qc "CREATE DATABASE robotsgate_test OWNER robotsgate"
 fi
 
-# The OpenAPI document's validator (monitor/tests/api.rs), from PyPI, for
+# The OpenAPI document's validator (robots-monitor/tests/api.rs), from PyPI, for
 # the python3 the tests run.
 if ! python3 -c 'import openapi_spec_validator' 2>/dev/null; then
   python3 -m pip install -q openapi-spec-validator 2>/dev/null \

@@ -125,7 +125,7 @@ fn keep_alive_clients_reuse_one_origin_connection_and_hop_fields_stay_behind() {
         let a = c.read(false);
         assert_eq!(a.status, 200, "{a:?}");
         assert!(a.body.starts_with(&format!("GET /page/{i}?q=1 ")), "{}", a.body);
-        // The forwarded fields are the gateway's own (proxy/src/forwarded.rs).
+        // The forwarded fields are the gateway's own (proxy/src/http/forwarded.rs).
         assert!(
             a.body.contains("headers=host,x-custom,x-forwarded-for,x-forwarded-proto,forwarded\n"),
             "hop-by-hop fields are not forwarded: {}",

@@ -26,7 +26,7 @@ use proxy::identity::prefixes::Prefixes;
 use proxy::metrics::Metrics;
 use proxy::own::Front;
 use proxy::pipeline::Pipeline;
-use proxy::robots::refresh::{Refresher, SiteRobots};
+use proxy::robots::refresher::{Refresher, SiteRobots};
 use proxy::robots::shared::Shared;
 use proxy::robots::store::RobotsStore;
 use robotsgate_config::Config;
@@ -325,7 +325,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("== TLS {}: {n} certificate{}", tls.addr, if n == 1 { "" } else { "s" });
         }
         for site in config.sites.iter().filter(|s| s.proxy.is_some()) {
-            let d = proxy::robots::gate::Declared::of(site, &config, &catalogue);
+            let d = proxy::robots::hold::Declared::of(site, &config, &catalogue);
             let n = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
             println!(
                 "== {}: gate {}: {}; the floor: {} x {}",
@@ -378,7 +378,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .iter()
             .filter_map(|site| {
                 let proxy = site.proxy.clone()?;
-                let declared = proxy::robots::gate::Declared::of(site, &config, &catalogue);
+                let declared = proxy::robots::hold::Declared::of(site, &config, &catalogue);
                 Some(SiteRobots { name: site.name.clone(), proxy, declared })
             })
             .collect(),

@@ -6,111 +6,22 @@
 //! outcome (the admin API's `POST /release`, or through the database for a
 //! fleet), the pins change, or the copy passes `max_staleness`.
 //!
-//! This module holds what the gateway knows of one site's gate (its
-//! declarations, and the change it holds) and the gate's judgement, which
-//! the refresher runs before it adopts an outcome, never on the request
-//! path: whether a change is held, whether a release lets it through, and
-//! which copy a starting gateway may take from the fleet.
+//! This file is the gate's judgement, which the refresher runs before it
+//! adopts an outcome, never on the request path: whether a change is held,
+//! whether a release lets it through (asked one way, [`Refresher::released`]),
+//! and which copy a starting gateway may take from the fleet. What it
+//! judges with (the declarations, the hold) is in `hold`.
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
 use rules::Policy;
-use rules::gate::{Breach, Floor, Mode, Pin};
 
-use super::refresh::{Refresher, SiteRobots};
+use super::hold::{Hold, outcome_key};
+use super::refresher::{Refresher, SiteRobots};
 use super::shared::Shared;
 use super::store::{Health, Origin, State};
-
-/// One site's declarations.
-#[derive(Clone, Debug, Default)]
-pub struct Declared {
-    /// `hold`, `warn` or `off`.
-    pub mode: Mode,
-    /// Pins, expanded to (URL, crawler) pairs.
-    pub pins: Vec<Pin>,
-    /// The floor.
-    pub floor: Floor,
-}
-
-impl Declared {
-    /// The declarations of `site` in `config`, with the crawlers of
-    /// `catalogue` (the built-in one with the config's entries, made once).
-    pub fn of(
-        site: &robotsgate_config::Site,
-        config: &robotsgate_config::Config,
-        catalogue: &robotsgate_crawlers::Catalogue,
-    ) -> Declared {
-        Declared {
-            mode: site.gate.gate(),
-            pins: site.pins(config.agents_of(site), catalogue),
-            floor: site.floor(catalogue),
-        }
-    }
-}
-
-/// A change the gate holds.
-#[derive(Clone, Debug)]
-pub struct Hold {
-    /// The held outcome: the body's hash, or `status:NNN`.
-    pub key: String,
-    /// The origin's status.
-    pub status: Option<u16>,
-    /// The held body, when the origin answered with a file.
-    pub body: Option<Bytes>,
-    /// What it breaks.
-    pub breaches: Vec<Breach>,
-    /// Since when it is held.
-    pub since: SystemTime,
-}
-
-impl Hold {
-    /// One sentence: "it disallows / for Googlebot (line 3: disallow: /)…".
-    pub fn summary(&self) -> String {
-        rules::gate::summary(&self.breaches)
-    }
-
-    /// What it breaks, one line per page and deciding line with its
-    /// crawlers ([`rules::gate::grouped`]), as the database keeps it and
-    /// the console and alerts show it.
-    pub fn lines(&self) -> String {
-        rules::gate::grouped(&self.breaches).iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
-    }
-
-    /// The `/status` form.
-    pub fn json(&self) -> serde_json::Value {
-        let ms = |t: SystemTime| t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        let breaks: Vec<_> = self
-            .breaches
-            .iter()
-            .map(|b| {
-                serde_json::json!({
-                    "url": b.url,
-                    "crawler": b.agent,
-                    "expected": b.expect.as_str(),
-                    "declared": match b.declared { rules::gate::Declared::Pin => "pin", rules::gate::Declared::Floor => "floor" },
-                    "now": b.new.to_string(),
-                    "line": b.new.rule.as_ref().map(|r| r.line),
-                    "was": b.old.to_string(),
-                })
-            })
-            .collect();
-        serde_json::json!({
-            "outcome": self.key,
-            "status": self.status,
-            "since": ms(self.since),
-            "summary": self.summary(),
-            "grouped": rules::gate::grouped(&self.breaches).iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "breaks": breaks,
-        })
-    }
-}
-
-/// The key of a fetched body, as the database names revisions.
-pub fn outcome_key(body: &[u8]) -> String {
-    robotsgate_history::body_hash(body)
-}
 
 /// The outcome a site's state stands for, keyed as holds and releases are:
 /// the origin's body served now, or the 4xx that means "no file".

@@ -178,7 +178,7 @@ impl Shared {
     /// Records that this gateway holds `hold` for `site`, with the held
     /// body as a revision, so that the fleet, the monitor and the console
     /// see it and nothing the origin said is lost.
-    pub async fn hold(&self, site: &str, hold: &crate::robots::gate::Hold, at: SystemTime) {
+    pub async fn hold(&self, site: &str, hold: &crate::robots::hold::Hold, at: SystemTime) {
         let Some(db) = self.db().await else { return };
         let (breaks, summary) = (hold.lines(), hold.summary());
         let holding = robotsgate_history::gate::Holding {

@@ -108,9 +108,9 @@ pub struct Health {
     /// Where the origin's file says otherwise than the site's AI policy.
     pub ai_conflicts: Vec<String>,
     /// The change the gate holds, if it holds one.
-    pub held: Option<Arc<crate::robots::gate::Hold>>,
+    pub held: Option<Arc<crate::robots::hold::Hold>>,
     /// The change the gate would have held on a site in `gate: warn`.
-    pub would_hold: Option<Arc<crate::robots::gate::Hold>>,
+    pub would_hold: Option<Arc<crate::robots::hold::Hold>>,
 }
 
 /// Every site's state.
@@ -119,7 +119,7 @@ pub struct RobotsStore {
     sites: HashMap<String, (ArcSwap<State>, ArcSwap<Health>)>,
     dir: PathBuf,
     /// Outcomes released through the admin API, by site (see
-    /// [`crate::robots::gate::outcome_key`]).
+    /// [`crate::robots::hold::outcome_key`]).
     released: std::sync::Mutex<HashMap<String, Vec<String>>>,
 }
 

@@ -23,6 +23,20 @@ use super::refresher::{Refresher, SiteRobots};
 use super::shared::Shared;
 use super::store::{Health, Origin, State};
 
+/// A new origin outcome, as the gate judges it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Outcome<'a> {
+    /// Its key, as holds and releases name it ([`outcome_key`], or
+    /// `status:NNN`).
+    pub key: &'a str,
+    /// The origin's status.
+    pub status: Option<u16>,
+    /// The body, when the origin answered with a file.
+    pub body: Option<&'a Bytes>,
+    /// What crawlers would read from it.
+    pub new: &'a Policy,
+}
+
 /// The outcome a site's state stands for, keyed as holds and releases are:
 /// the origin's body served now, or the 4xx that means "no file".
 fn outcome_served(state: &State) -> Option<String> {
@@ -101,21 +115,18 @@ impl Refresher {
     /// itself) is recorded as ended in the fleet's database, so that the
     /// monitor resolves its alert; a change `gate: warn` would have held
     /// stays reported for as long as it is served.
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn holds(
         &self,
         site: &SiteRobots,
-        key: &str,
-        status: Option<u16>,
-        body: Option<&Bytes>,
-        new: &Policy,
+        outcome: &Outcome<'_>,
         health: &mut Health,
         at: SystemTime,
     ) -> bool {
+        let key = outcome.key;
         let (previous, would) = (health.held.clone(), health.would_hold.clone());
         let stale = matches!(&*self.store.state(&site.name), State::Serve(s) if s.age() > self.max_staleness);
         let replaced = outcome_served(&self.store.state(&site.name));
-        let held = self.judge(site, key, status, body, new, health, at).await;
+        let held = self.judge(site, outcome, health, at).await;
         if !held && previous.is_some() {
             self.store.forget_hold(&site.name);
         }
@@ -183,17 +194,14 @@ impl Refresher {
     }
 
     /// The judgement behind [`Refresher::holds`].
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn judge(
         &self,
         site: &SiteRobots,
-        key: &str,
-        status: Option<u16>,
-        body: Option<&Bytes>,
-        new: &Policy,
+        outcome: &Outcome<'_>,
         health: &mut Health,
         at: SystemTime,
     ) -> bool {
+        let Outcome { key, status, body, new } = *outcome;
         let previous = health.held.take();
         health.would_hold = None;
         let gauge = self.metrics.robots_held.with_label_values(&[&site.name]);

@@ -21,6 +21,7 @@ use robotsgate_fetch::{Observation, Validators};
 use rules::lint::{Code, Severity};
 use rules::{Policy, Reason};
 
+use super::gate::Outcome;
 use super::hold::{Hold, outcome_key};
 use super::refresher::{Refresher, SiteRobots};
 use crate::robots::shared::Shared;
@@ -204,7 +205,8 @@ impl Refresher {
                     let served = self.serve_good(site, body.clone(), Some(robots), now, Origin::Origin);
                     let new = Policy::Rules(served.robots.clone());
                     let key = outcome_key(&body);
-                    if self.holds(site, &key, outcome.status, Some(&body), &new, &mut health, now).await {
+                    let judged = Outcome { key: &key, status: outcome.status, body: Some(&body), new: &new };
+                    if self.holds(site, &judged, &mut health, now).await {
                         break 'good "held";
                     }
                     health.lint = (
@@ -250,7 +252,9 @@ impl Refresher {
                 // holds the deletion back.
                 let status = rules::gate::no_file_status(&Policy::AllowAll(reason), outcome.status).unwrap_or(404);
                 let key = robotsgate_history::gate::outcome_of_status(status);
-                if self.holds(site, &key, Some(status), None, &Policy::AllowAll(reason), &mut health, now).await {
+                let new = Policy::AllowAll(reason);
+                let judged = Outcome { key: &key, status: Some(status), body: None, new: &new };
+                if self.holds(site, &judged, &mut health, now).await {
                     "held"
                 } else {
                     if matches!(reason, Reason::ClientError(_)) {

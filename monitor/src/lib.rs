@@ -1,7 +1,10 @@
-//! robots-monitor: keeps every robots.txt revision in SQL, re-tests saved
-//! URL sets against every change with the `rules` engine, and emails when
-//! crawling would change. `main.rs` is the command line; this library holds
-//! the steps, so tests can drive them too.
+//! The monitor's core: keeps every robots.txt revision in SQL, re-tests
+//! saved URL sets against every change with the `rules` engine, holds and
+//! releases the gate's changes, and alerts through its channels when
+//! crawling would change. The compliance ledger (`ledger`) and the web
+//! console (`console`) are crates of their own over this one; the
+//! `robots-monitor` binary (its own package) is the command line over all
+//! three, and tests drive the steps here directly.
 
 pub mod batch;
 pub mod change;

@@ -1,5 +1,9 @@
-//! `robots-monitor --config FILE <command>`: the daemon (`run`), one pass
-//! for cron and tests (`once`), and the read-only reports.
+//! `robots-monitor --config FILE <command>`: the daemon (`run`, with the
+//! console when `console:` is set), one pass for cron and tests (`once`),
+//! the console alone (`serve`), the read-only reports (`history`, `show`,
+//! `diff`, `fetches`, `test`, `compliance`), the ledger's import
+//! (`ingest`), `release`, `import-history` and `check-config`. The work is
+//! in the `monitor`, `ledger` and `console` crates; this is the wiring.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! Deciding what to do with one request head on the own path: answer it
-//! here (`/robots.txt` from the store, a refusal, a redirect), relay it to
+//! here (`/robots.txt` from the store, a refusal, an unknown host), relay it to
 //! the site's origin, ask reverse DNS first, or hand the connection to
 //! Pingora's pipeline.
 

@@ -16,6 +16,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 
 #[path = "support/corpus.rs"]
 mod corpus;
+#[path = "support/crawlers.rs"]
+mod crawlers;
 
 const AGENT: &str = "ExampleCrawler";
 

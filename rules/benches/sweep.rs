@@ -15,6 +15,8 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 #[path = "support/corpus.rs"]
 #[allow(dead_code)]
 mod corpus;
+#[path = "support/crawlers.rs"]
+mod crawlers;
 #[path = "support/family.rs"]
 mod family;
 

@@ -7,6 +7,8 @@
 
 #[path = "../benches/support/corpus.rs"]
 mod corpus;
+#[path = "../benches/support/crawlers.rs"]
+mod crawlers;
 #[path = "../benches/support/family.rs"]
 mod family;
 

@@ -173,6 +173,8 @@ fn realworld_corpus_agrees() {
 #[path = "../benches/support/corpus.rs"]
 #[allow(dead_code)]
 mod corpus;
+#[path = "../benches/support/crawlers.rs"]
+mod crawlers;
 #[path = "../benches/support/family.rs"]
 mod family;
 

@@ -3,6 +3,8 @@
 //! file, exact and wildcard rules in the proportions seen in the real-world
 //! corpus, and URLs placed at the edges of those rules.
 
+use super::crawlers::CRAWLERS;
+
 /// The next of `items`, round and round. A compare rather than `%`: a
 /// 64-bit division costs more than a small file's whole check on some
 /// processors, and it would be counted as the check's.
@@ -137,29 +139,6 @@ pub struct Shape {
     pub dollar_pct: usize,
     pub agent_lines: usize,
 }
-
-const CRAWLERS: &[&str] = &[
-    "Googlebot",
-    "Bingbot",
-    "AdsBot-Google",
-    "Googlebot-Image",
-    "GPTBot",
-    "CCBot",
-    "ClaudeBot",
-    "Applebot",
-    "YandexBot",
-    "Baiduspider",
-    "DuckDuckBot",
-    "facebookexternalhit",
-    "AhrefsBot",
-    "SemrushBot",
-    "MJ12bot",
-    "PetalBot",
-    "Bytespider",
-    "Amazonbot",
-    "PerplexityBot",
-    "DotBot",
-];
 
 /// A shop-like robots.txt of the given shape: `agent_lines - 1` named
 /// crawlers in small groups (some sharing a group), then a `*` group that

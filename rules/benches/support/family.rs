@@ -6,6 +6,7 @@
 //! what the URLs look like (mixed case, query strings).
 
 use super::corpus::{Rng, patterns};
+use super::crawlers::CRAWLERS;
 
 /// One family member's knobs.
 #[derive(Clone, Copy, Debug)]
@@ -33,29 +34,6 @@ pub struct Knobs {
 const LETTERS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 const EXTS: &[&str] = &["pdf", "php", "json", "xml", "doc", "zip", "cgi", "asp", "jpg", "css"];
 const PARAMS: &[&str] = &["sort", "sessionid", "ref", "utm_source", "q", "page", "color", "size", "lang", "fbclid"];
-const AGENTS: &[&str] = &[
-    "Googlebot",
-    "Bingbot",
-    "AdsBot-Google",
-    "GPTBot",
-    "CCBot",
-    "ClaudeBot",
-    "Applebot",
-    "YandexBot",
-    "Baiduspider",
-    "DuckDuckBot",
-    "AhrefsBot",
-    "SemrushBot",
-    "MJ12bot",
-    "PetalBot",
-    "Bytespider",
-    "Amazonbot",
-    "PerplexityBot",
-    "DotBot",
-    "Slurp",
-    "Exabot",
-];
-
 /// A word from a small vocabulary (so rules share words, as real ones do)
 /// of 3 to `max` bytes.
 fn word(rng: &mut Rng, max: usize) -> String {
@@ -105,9 +83,9 @@ pub fn robots(k: &Knobs, seed: u64) -> String {
     let mut out = String::from("# generated for the sweep\n\n");
     let mut n = 0;
     for g in 0..k.groups {
-        out.push_str(&format!("User-agent: {}\n", AGENTS[g % AGENTS.len()]));
+        out.push_str(&format!("User-agent: {}\n", CRAWLERS[g % CRAWLERS.len()]));
         if g % 4 == 3 {
-            out.push_str(&format!("User-agent: {}\n", AGENTS[(g + 7) % AGENTS.len()]));
+            out.push_str(&format!("User-agent: {}\n", CRAWLERS[(g + 7) % CRAWLERS.len()]));
         }
         for _ in 0..(k.rules / 50).clamp(1, 20) {
             n += 1;

@@ -135,22 +135,48 @@ fn serve(stream: TcpStream, routes: &Mutex<HashMap<String, Reply>>, hits: &Atomi
     }
 }
 
-/// A free port on loopback (the listener is dropped; a small race is fine
-/// for tests that start their server right away).
+/// A free port on loopback for a server a test starts next (a gateway's
+/// listener, its admin port).
+///
+/// Why not the kernel's pick (`bind :0`): the port is free only until the
+/// listener is dropped, and every test server that binds `:0` meanwhile
+/// (origins, feeds, SMTP) draws from the same ephemeral range, so one of
+/// them could take the port before the gateway does, and then answer in
+/// its place. So the port comes from below the ephemeral range, where no
+/// `:0` bind ever lands; it is checked free by binding it, and handed out
+/// once per test process.
 pub fn free_port() -> u16 {
-    // The kernel may hand a released port out again at once: two calls in
-    // a row (a gateway's listener and its admin port) or two tests running
-    // side by side could get the same one, and then one server answers for
-    // the other. A port is handed out once per test process.
     static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port");
-        if !given.contains(&port) {
+    let (low, high) = ports_below_ephemeral();
+    // Start where this process's id points, so that test processes run
+    // one after another do not walk the same ports (a port a finished
+    // test's server held may still be in TIME_WAIT).
+    let span = u32::from(high - low);
+    let mut step = std::process::id().wrapping_mul(2_654_435_761) % span;
+    for _ in 0..span {
+        step = (step + 7_919) % span;
+        let port = low + step as u16;
+        if given.contains(&port) {
+            continue;
+        }
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             given.push(port);
             return port;
         }
     }
+    panic!("no free port between {low} and {high}");
+}
+
+/// Ports no `bind :0` is given: from 10,000 up to the start of the
+/// kernel's ephemeral range (32,768 unless `ip_local_port_range` says
+/// otherwise).
+fn ports_below_ephemeral() -> (u16, u16) {
+    let start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse::<u16>().ok()))
+        .unwrap_or(32_768);
+    if start > 12_000 { (10_000, start) } else { (start.saturating_sub(2_000).max(1_024), start) }
 }
 
 /// A private CA and a server certificate it signed, as PEM files.

@@ -128,6 +128,11 @@ pub(crate) fn default_true() -> bool {
 }
 
 impl Config {
+    /// The configured site of this name.
+    pub fn site(&self, name: &str) -> Option<&Site> {
+        self.sites.iter().find(|s| s.name == name)
+    }
+
     /// The monitor's database: the `database:` value, or the embedded
     /// default `var/robotsgate.db`.
     pub fn database(&self) -> &str {

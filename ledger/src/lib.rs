@@ -29,7 +29,7 @@ pub trait Host: Send + Sync {
     fn catalogue(&self) -> &Catalogue;
     /// The configured site of this name.
     fn site(&self, name: &str) -> Option<&robotsgate_config::Site> {
-        self.config().sites.iter().find(|s| s.name == name)
+        self.config().site(name)
     }
 }
 

@@ -75,7 +75,7 @@ pub fn resolved_notice(site: &str, location: &str, h: &Held, console: Option<&st
 pub async fn raise(store: &Store, config: &Config) -> Result<usize, StoreError> {
     let pool = store.pool();
     let console = config.console.as_ref().and_then(|c| c.url.as_deref());
-    let site_of = |name: &str| config.sites.iter().find(|s| s.name == name);
+    let site_of = |name: &str| config.site(name);
     let mut queued = 0;
     for h in robotsgate_history::gate::unalerted(pool).await.map_err(q("reading holds"))? {
         let Some(site) = site_of(&h.site) else { continue };

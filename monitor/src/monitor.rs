@@ -167,7 +167,7 @@ impl Monitor {
 
     /// The site called `name`.
     pub fn site(&self, name: &str) -> Option<&Site> {
-        self.config.sites.iter().find(|s| s.name == name)
+        self.config.site(name)
     }
 
     /// Every URL the site tests, once each, with its pin.

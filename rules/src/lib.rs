@@ -59,6 +59,7 @@ pub mod ai_policy;
 mod bytes;
 pub mod cache;
 mod compile;
+pub mod coverage;
 pub mod crawlers;
 pub mod fetch;
 pub mod flip;

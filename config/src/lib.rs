@@ -22,6 +22,7 @@ mod explain;
 mod load;
 pub mod origin;
 pub mod pins;
+pub mod places;
 mod proxy;
 mod site;
 pub mod telemetry;
@@ -37,6 +38,7 @@ pub use credentials::{ADMIN_TOKEN_ENV, same_token};
 pub use load::ConfigError;
 pub(crate) use load::humantime_serde_compat;
 pub use pins::{Expectation, GateMode, Pins, UrlEntry, UrlSet};
+pub use places::{Edge, EdgeCheck, MustSetting, Variant, VariantHost, Variants};
 pub use proxy::{CertPair, IdentitySettings, LedgerSettings, ProxySettings, Spoofed, Threads, TlsListener};
 pub use site::{AiEnforce, AiPolicySettings, Http, LogSource, Site, SiteProxy, Source, Stance};
 

@@ -44,6 +44,13 @@ pub struct Site {
     /// ledger, following rotation (rename-and-create and copytruncate).
     #[serde(default)]
     pub logs: Vec<LogSource>,
+    /// The site's host variants (both schemes, `www.` and the bare host,
+    /// listed hosts), each fetched and judged against the canonical file.
+    #[serde(default)]
+    pub variants: crate::places::Variants,
+    /// The public (cached) copy against the origin's.
+    #[serde(default)]
+    pub edge: crate::places::Edge,
 }
 
 impl Site {
@@ -321,11 +328,40 @@ pub struct Http {
     /// The User-Agent sent with every fetch.
     #[serde(default = "default_user_agent")]
     pub user_agent: String,
+    /// Where to connect for a `host:port` instead of where DNS says, as
+    /// curl's `--connect-to` does: `{"www.shop.example:443": "10.0.0.7:8443"}`.
+    /// The port is the scheme's own (80 or 443); `Host` and SNI stay the
+    /// host's. For staging set-ups and tests on loopback.
+    #[serde(default)]
+    pub connect_to: BTreeMap<String, String>,
+    /// A PEM file of CA certificates trusted besides the system's, for
+    /// HTTPS fetches (a private CA, a test CA).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
 }
 
 impl Default for Http {
     fn default() -> Self {
-        Http { timeout: default_timeout(), user_agent: default_user_agent() }
+        Http {
+            timeout: default_timeout(),
+            user_agent: default_user_agent(),
+            connect_to: BTreeMap::new(),
+            ca_file: None,
+        }
+    }
+}
+
+impl Http {
+    /// `connect_to`, read: (host, port, address). Validation refuses what
+    /// this cannot read, so here a bad entry is skipped.
+    pub fn connect_to(&self) -> Vec<(String, u16, std::net::SocketAddr)> {
+        self.connect_to
+            .iter()
+            .filter_map(|(k, v)| {
+                let (host, port) = k.rsplit_once(':')?;
+                Some((host.to_ascii_lowercase(), port.parse().ok()?, v.parse().ok()?))
+            })
+            .collect()
     }
 }
 

@@ -173,6 +173,48 @@ impl Config {
                 }
             }
         }
+        for (i, site) in self.sites.iter().enumerate() {
+            for (j, h) in site.variants.hosts.iter().enumerate() {
+                let at = format!("sites[{i}].variants.hosts[{j}].host");
+                let text = if h.host.contains("://") { h.host.clone() } else { format!("https://{}", h.host) };
+                match url::Url::parse(&text) {
+                    Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() && u.path() == "/" => {}
+                    _ => {
+                        return Err(invalid(
+                            at,
+                            "a host (`m.shop.example`) or an origin (`https://m.shop.example`), without a path",
+                        ));
+                    }
+                }
+            }
+            if let Some(origin) = &site.edge.origin {
+                match url::Url::parse(origin) {
+                    Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                    _ => {
+                        return Err(invalid(
+                            format!("sites[{i}].edge.origin"),
+                            "an absolute http(s) URL of the origin's robots.txt",
+                        ));
+                    }
+                }
+            }
+            if site.edge.max_grace.is_zero() {
+                return Err(invalid(format!("sites[{i}].edge.max_grace"), "must be more than zero"));
+            }
+        }
+        for (k, v) in &self.http.connect_to {
+            let port =
+                k.rsplit_once(':').and_then(|(h, p)| (!h.is_empty()).then_some(p)).and_then(|p| p.parse::<u16>().ok());
+            if !matches!(port, Some(80 | 443)) {
+                return Err(invalid(format!("http.connect_to.{k}"), "the key is `host:80` or `host:443`"));
+            }
+            if v.parse::<std::net::SocketAddr>().is_err() {
+                return Err(invalid(
+                    format!("http.connect_to.{k}"),
+                    "the value is an address and port, as `127.0.0.1:8443`",
+                ));
+            }
+        }
         if let Some(email) = &self.email
             && email.to.is_empty()
         {

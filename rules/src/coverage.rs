@@ -122,18 +122,21 @@ impl fmt::Display for Serves {
             Serves::Additions { lines } => {
                 write!(f, "the canonical file with {} line{} of its own added", lines.len(), plural(lines.len()))
             }
-            Serves::Own { html: true, .. } => f.write_str("an HTML page with status 200, read by crawlers as robots.txt"),
+            Serves::Own { html: true, .. } => {
+                f.write_str("an HTML page with status 200, read by crawlers as robots.txt")
+            }
             Serves::Own { hops: 0, .. } => f.write_str("a file of its own"),
             Serves::Own { hops, .. } => write!(f, "a file of its own after {hops} redirect{}", plural(*hops)),
             Serves::NoFile(s) => write!(f, "{s}: no file, everything is allowed"),
             Serves::BrokenChain { looped: true, hops } => {
                 write!(f, "a redirect loop (given up after {hops} hops): no file, everything is allowed")
             }
-            Serves::BrokenChain { hops, .. } if *hops > MAX_REDIRECTS => write!(
-                f,
-                "a redirect chain longer than {MAX_REDIRECTS} hops: no file, everything is allowed"
-            ),
-            Serves::BrokenChain { .. } => f.write_str("a redirect without a usable target: no file, everything is allowed"),
+            Serves::BrokenChain { hops, .. } if *hops > MAX_REDIRECTS => {
+                write!(f, "a redirect chain longer than {MAX_REDIRECTS} hops: no file, everything is allowed")
+            }
+            Serves::BrokenChain { .. } => {
+                f.write_str("a redirect without a usable target: no file, everything is allowed")
+            }
             Serves::Unavailable(r) => write!(f, "{r}"),
             Serves::NotServed(e) => write!(f, "nothing ({e}): no host there"),
         }
@@ -322,7 +325,10 @@ fn serves(canonical: &FetchOutcome, place: &FetchOutcome, landed: bool, edge: bo
     if canonical_is_file && theirs.iter().map(|l| &l.1).eq(ours.iter().map(|l| &l.1)) {
         return Serves::Canonical { hops };
     }
-    if edge && canonical_is_file && let Some(lines) = added(&theirs, &ours) {
+    if edge
+        && canonical_is_file
+        && let Some(lines) = added(&theirs, &ours)
+    {
         return Serves::Additions { lines };
     }
     Serves::Own { html: false, hops }
@@ -414,7 +420,8 @@ mod tests {
 
     #[test]
     fn the_same_rules_in_other_bytes_are_the_same_file() {
-        let other = b"# www copy\r\nuser-agent:*\r\nDisallow:   /cart  # basket\r\nSitemap: https://www.s/sitemap.xml\r\n";
+        let other =
+            b"# www copy\r\nuser-agent:*\r\nDisallow:   /cart  # basket\r\nSitemap: https://www.s/sitemap.xml\r\n";
         assert_eq!(judge(&ok(RULES), &ok(other), false, &ask(Must::Same)).serves, Serves::Canonical { hops: 0 });
     }
 

@@ -28,6 +28,92 @@ pub struct Observation {
     pub etag: Option<String>,
     /// Last-Modified, for the next conditional request.
     pub last_modified: Option<String>,
+    /// What the answer says of the caches it came through (`Age`,
+    /// `Cache-Control`, `ETag`, `Last-Modified`, `Via`, `X-Cache`,
+    /// `CF-Cache-Status` and the like), as (lower-case name, value).
+    pub cache: Vec<(String, String)>,
+    /// The redirects reached the URL the fetch was told to stop at (the
+    /// canonical robots.txt, fetched already): no answer was read.
+    pub landed: bool,
+}
+
+/// The headers a cache or CDN says itself in, recorded for reports.
+pub const CACHE_HEADERS: &[&str] = &[
+    "age",
+    "cache-control",
+    "etag",
+    "last-modified",
+    "expires",
+    "via",
+    "x-cache",
+    "x-cache-hits",
+    "x-cache-status",
+    "cf-cache-status",
+    "x-served-by",
+    "x-proxy-cache",
+    "server-timing",
+    "x-vercel-cache",
+    "x-nf-request-id",
+    "akamai-cache-status",
+    "cdn-cache-control",
+];
+
+impl Observation {
+    /// The value of a recorded cache header.
+    pub fn cache_header(&self, name: &str) -> Option<&str> {
+        self.cache.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// Whether a cache says it answered: an `Age` above zero, or a HIT,
+    /// STALE or the like in `X-Cache`, `CF-Cache-Status` and their kin.
+    pub fn from_cache(&self) -> bool {
+        let hit = |v: &str| {
+            let v = v.to_ascii_uppercase();
+            ["HIT", "STALE", "UPDATING", "REVALIDATED"].iter().any(|w| v.contains(w))
+        };
+        self.cache_header("age").and_then(|a| a.trim().parse::<u64>().ok()).is_some_and(|a| a > 0)
+            || [
+                "x-cache",
+                "x-cache-status",
+                "cf-cache-status",
+                "x-proxy-cache",
+                "x-vercel-cache",
+                "akamai-cache-status",
+            ]
+            .iter()
+            .any(|h| self.cache_header(h).is_some_and(hit))
+    }
+
+    /// Whether the answer came through a cache at all (it names one), hit
+    /// or not.
+    pub fn through_cache(&self) -> bool {
+        self.from_cache()
+            || [
+                "via",
+                "x-cache",
+                "x-cache-status",
+                "cf-cache-status",
+                "x-served-by",
+                "x-proxy-cache",
+                "akamai-cache-status",
+            ]
+            .iter()
+            .any(|h| self.cache_header(h).is_some())
+    }
+
+    /// How long the answer stays fresh by its own word: `s-maxage` (a
+    /// shared cache's), else `max-age`, less its `Age`.
+    pub fn freshness(&self) -> Option<Duration> {
+        let control = self.cache_header("cache-control")?;
+        let declared = control
+            .split(',')
+            .filter_map(|d| d.trim().split_once('='))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case("s-maxage"))
+            .and_then(|(_, v)| v.trim().trim_matches('"').parse::<u64>().ok())
+            .map(Duration::from_secs)
+            .or_else(|| cache_control_max_age(control))?;
+        Some(declared.saturating_sub(self.outcome.age))
+    }
 }
 
 /// Validators from the last good fetch.
@@ -50,13 +136,118 @@ pub fn client(timeout: Duration, user_agent: &str) -> reqwest::Result<reqwest::C
         .build()
 }
 
-/// Fetches `url`, following up to five redirects by hand.
+/// The monitor's HTTP clients: one for everywhere, and one per port with
+/// `http.connect_to`'s hosts steered to their addresses (a client's DNS
+/// overrides apply to a name whatever the port, so the steering is split
+/// by the port a URL reaches).
+#[derive(Clone, Debug)]
+pub struct Fetcher {
+    plain: reqwest::Client,
+    steered: Vec<(u16, Vec<String>, reqwest::Client)>,
+}
+
+impl Fetcher {
+    /// Clients with a whole-request `timeout`, sending `user_agent`,
+    /// trusting `ca` besides the system's roots, and connecting each
+    /// (host, port) of `connect_to` to its address.
+    pub fn new(
+        timeout: Duration,
+        user_agent: &str,
+        connect_to: &[(String, u16, std::net::SocketAddr)],
+        ca: Option<reqwest::Certificate>,
+    ) -> reqwest::Result<Fetcher> {
+        let builder = || {
+            let mut b = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(timeout)
+                .connect_timeout(timeout.min(Duration::from_secs(10)))
+                .user_agent(user_agent);
+            if let Some(ca) = &ca {
+                b = b.add_root_certificate(ca.clone());
+            }
+            b
+        };
+        let plain = builder().build()?;
+        let mut ports: Vec<u16> = connect_to.iter().map(|c| c.1).collect();
+        ports.sort_unstable();
+        ports.dedup();
+        let mut steered = Vec::new();
+        for port in ports {
+            let mut b = builder();
+            let mut hosts = Vec::new();
+            for (host, _, addr) in connect_to.iter().filter(|c| c.1 == port) {
+                // The URL names no port of its own here (it is the
+                // scheme's), so the override's port is the one dialled.
+                b = b.resolve(host, *addr);
+                hosts.push(host.clone());
+            }
+            steered.push((port, hosts, b.build()?));
+        }
+        Ok(Fetcher { plain, steered })
+    }
+
+    /// The client for a URL.
+    fn client_for(&self, url: &reqwest::Url) -> &reqwest::Client {
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else { return &self.plain };
+        if url.port().is_none()
+            && let Some((_, _, c)) =
+                self.steered.iter().find(|(p, hosts, _)| *p == port && hosts.iter().any(|h| h == host))
+        {
+            return c;
+        }
+        &self.plain
+    }
+
+    /// Fetches `url`, following up to five redirects by hand.
+    pub async fn fetch(&self, url: &str, validators: &Validators) -> Observation {
+        follow(&|u| self.client_for(u), url, validators, None).await
+    }
+
+    /// Fetches a variant's `url`, stopping without a request when a
+    /// redirect reaches `canonical` (fetched already this poll).
+    pub async fn fetch_until(&self, url: &str, validators: &Validators, canonical: &str) -> Observation {
+        follow(&|u| self.client_for(u), url, validators, Some(canonical)).await
+    }
+
+    /// Fetches `url` past caches: a query no cache has seen, and
+    /// `Cache-Control: no-cache`. A CDN that keys its cache on the path
+    /// alone still answers from its copy; the caller sees that in
+    /// [`Observation::from_cache`].
+    pub async fn fetch_busting(&self, url: &str) -> Observation {
+        let mut target = match reqwest::Url::parse(url) {
+            Ok(u) => u,
+            Err(_) => return unreachable(TransportError::Other),
+        };
+        let nonce = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        target.query_pairs_mut().append_pair("robotsgate-nocache", &nonce.to_string());
+        follow(&|u| self.client_for(u), target.as_str(), &Validators::default(), None).await
+    }
+}
+
+/// Fetches `url` with `client`, following up to five redirects by hand.
 pub async fn fetch_remote(client: &reqwest::Client, url: &str, validators: &Validators) -> Observation {
+    follow(&|_| client, url, validators, None).await
+}
+
+async fn follow<'c>(
+    pick: &(dyn Fn(&reqwest::Url) -> &'c reqwest::Client + Sync),
+    url: &str,
+    validators: &Validators,
+    stop_at: Option<&str>,
+) -> Observation {
     let started = Instant::now();
     let mut hops: Vec<String> = Vec::new();
     let mut current = url.to_string();
+    let busting = url.contains("robotsgate-nocache=");
     loop {
-        let mut request = client.get(&current);
+        let Ok(parsed) = reqwest::Url::parse(&current) else {
+            return failed(TransportError::Other, hops, started);
+        };
+        let mut request = pick(&parsed).get(parsed);
+        if busting {
+            request =
+                request.header(reqwest::header::CACHE_CONTROL, "no-cache").header(reqwest::header::PRAGMA, "no-cache");
+        }
         if hops.is_empty() {
             if let Some(etag) = &validators.etag {
                 request = request.header(reqwest::header::IF_NONE_MATCH, etag);
@@ -83,6 +274,11 @@ pub async fn fetch_remote(client: &reqwest::Client, url: &str, validators: &Vali
                     let outcome = FetchOutcome::status(status).with_redirects(hops);
                     return done(outcome, started, false, None, None);
                 }
+                if stop_at.is_some_and(|s| s == next.as_str()) {
+                    let mut obs = done(FetchOutcome::status(status).with_redirects(hops), started, false, None, None);
+                    obs.landed = true;
+                    return obs;
+                }
                 current = next.to_string();
                 continue;
             }
@@ -90,6 +286,12 @@ pub async fn fetch_remote(client: &reqwest::Client, url: &str, validators: &Vali
         let header = |name: reqwest::header::HeaderName| {
             response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
         };
+        let cache: Vec<(String, String)> = CACHE_HEADERS
+            .iter()
+            .filter_map(|h| {
+                response.headers().get(*h).and_then(|v| v.to_str().ok()).map(|v| (h.to_string(), v.to_string()))
+            })
+            .collect();
         let etag = header(reqwest::header::ETAG);
         let last_modified = header(reqwest::header::LAST_MODIFIED);
         let max_age = header(reqwest::header::CACHE_CONTROL).and_then(|c| cache_control_max_age(&c));
@@ -102,7 +304,9 @@ pub async fn fetch_remote(client: &reqwest::Client, url: &str, validators: &Vali
         outcome.truncated = truncated;
         outcome.max_age = max_age;
         outcome.age = age.unwrap_or_default();
-        return done(outcome, started, status == 304, etag, last_modified);
+        let mut obs = done(outcome, started, status == 304, etag, last_modified);
+        obs.cache = cache;
+        return obs;
     }
 }
 
@@ -163,7 +367,15 @@ fn done(
     last_modified: Option<String>,
 ) -> Observation {
     outcome.fetched_at = SystemTime::now();
-    Observation { outcome, latency: started.elapsed(), not_modified, etag, last_modified }
+    Observation {
+        outcome,
+        latency: started.elapsed(),
+        not_modified,
+        etag,
+        last_modified,
+        cache: Vec::new(),
+        landed: false,
+    }
 }
 
 /// A robots.txt given as text (a gateway's `robots_static`): a 200 with

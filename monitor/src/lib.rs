@@ -21,6 +21,7 @@ pub mod mail;
 pub mod metrics;
 pub mod monitor;
 pub mod overview;
+pub mod places;
 pub mod release;
 pub mod report;
 pub mod store;

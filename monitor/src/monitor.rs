@@ -101,6 +101,8 @@ pub struct Monitor {
     origins: source::origin::Origins,
     /// Where polls take their leases and write, together ([`crate::batch`]).
     batch: crate::batch::Batcher,
+    /// Fetches of robots.txt URLs, with `http.connect_to` and `http.ca_file`.
+    fetcher: source::Fetcher,
 }
 
 impl Monitor {
@@ -125,6 +127,13 @@ impl Monitor {
             None => None,
         };
         let origins = source::origin::Origins::new(config.http.timeout, &config.http.user_agent, ca);
+        let http_ca = match &config.http.ca_file {
+            Some(path) => Some(source::origin::ca_file(path).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
+        let fetcher =
+            source::Fetcher::new(config.http.timeout, &config.http.user_agent, &config.http.connect_to(), http_ca)
+                .context("building the HTTP client")?;
         let batch = crate::batch::Batcher::start(store.pool().clone());
         Ok(Monitor {
             config,
@@ -136,6 +145,7 @@ impl Monitor {
             catalogue,
             origins,
             batch,
+            fetcher,
         })
     }
 
@@ -158,6 +168,16 @@ impl Monitor {
     /// (token typos, usage tokens), by line.
     pub fn lint(&self, body: &[u8]) -> Vec<rules::Diagnostic> {
         robotsgate_crawlers::lint::all(body, &self.catalogue)
+    }
+
+    /// The fetcher of robots.txt URLs.
+    pub(crate) fn fetcher(&self) -> &source::Fetcher {
+        &self.fetcher
+    }
+
+    /// The clients for sites' origins.
+    pub(crate) fn origins(&self) -> &source::origin::Origins {
+        &self.origins
     }
 
     /// The configuration.
@@ -185,7 +205,7 @@ impl Monitor {
     /// Fetches a site's robots.txt now, without recording anything.
     pub async fn observe(&self, site: &Site, validators: &Validators) -> Observation {
         match site.source() {
-            Source::Url(url) => source::fetch_remote(&self.client, &url, validators).await,
+            Source::Url(url) => self.fetcher.fetch(&url, validators).await,
             Source::File(path) => source::read_local(&path).await,
             Source::Origin { origin, host, tls } => {
                 let at = source::origin::OriginAddress { origin: &origin, host: &host, tls };
@@ -390,6 +410,11 @@ impl Monitor {
             }
             if !changed && let Some(k) = &known {
                 self.escalate(site, k, at).await?;
+            }
+            // The other places crawlers look, judged against this answer;
+            // their trouble never fails the poll of the site itself.
+            if let Err(e) = self.check_places(site, &obs).await {
+                tracing::error!(site = %site.name, "checking the site's variants and edge: {e}");
             }
             return Ok(PollOutcome {
                 site: site.name.clone(),

@@ -1,0 +1,584 @@
+//! Every other place crawlers look for a site's robots.txt: its host
+//! variants and the edge in front of its origin (issue #61).
+//!
+//! After each poll of a site's public URL, the monitor fetches each
+//! variant (both schemes, `www.` and the bare host, listed hosts) and, for
+//! a site served through a cache, the origin's copy; `rules::coverage::judge`
+//! says what each serves and what is wrong. A change of what a place serves
+//! is recorded (`places`, `place_events`, `place_bodies`); findings that
+//! outlast their grace raise one alert per episode, and its end one
+//! resolved notice, claimed in `place_alerts` in the transaction that queues
+//! them, so monitors sharing a database raise each once.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use robotsgate_config::{AlertSeverity, EdgeCheck, Site, Source, Variant};
+use rules::coverage::{Ask, Judgement, Must, Serves};
+use rules::{FetchOutcome, Policy};
+use sqlx::Row;
+
+use crate::Monitor;
+use crate::clock::{now_ms, when};
+use crate::letter::esc;
+use crate::source::{Observation, Validators};
+use crate::store::{QueuedAlert, StoreError, body_hash, q, queue_alert};
+
+/// The edge's place name.
+pub const EDGE: &str = "edge";
+/// How often an unchanged place's `checked_at` is moved forward.
+const TOUCH_EVERY_MS: i64 = 15 * 60 * 1000;
+
+/// One place as the database holds it: what it serves, since when, and
+/// what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaceRow {
+    /// `scheme://host[:port]` of a variant, or `edge`.
+    pub place: String,
+    /// `variant` or `edge`.
+    pub kind: String,
+    /// What it must be (`same`, `redirect`, `own`, `absent`).
+    pub must: String,
+    /// The state key: what it serves, its findings, the bodies' hashes.
+    pub state: String,
+    /// What it serves, as a key (`rules::coverage::Serves::key`).
+    pub serves: String,
+    /// What a crawler gets there, in words.
+    pub summary: String,
+    /// The findings, one `key: text` per line; empty when all is well.
+    pub findings: String,
+    /// The verdicts that differ from the canonical place's, one per line.
+    pub flips: String,
+    /// The final HTTP status, if any.
+    pub status: Option<i64>,
+    /// Redirects followed.
+    pub hops: i64,
+    /// The hash of the body served there.
+    pub body_hash: Option<String>,
+    /// For the edge: the hash of the origin's body.
+    pub origin_hash: Option<String>,
+    /// What the answer said of caches, one `name: value` per line.
+    pub cache: String,
+    /// When this state began (Unix ms).
+    pub since: i64,
+    /// When its findings began; `None` when it is what it must be.
+    pub trouble_since: Option<i64>,
+    /// When it was last fetched (moved forward at most every 15 minutes
+    /// while nothing changes).
+    pub checked_at: i64,
+}
+
+impl PlaceRow {
+    /// The findings' keys.
+    pub fn finding_keys(&self) -> Vec<&str> {
+        self.findings.lines().filter_map(|l| l.split_once(':').map(|(k, _)| k)).collect()
+    }
+}
+
+/// Every place of `site` on record, variants first, by name.
+pub async fn rows(pool: &sqlx::AnyPool, site: &str) -> Result<Vec<PlaceRow>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT place, kind, must, state, serves, summary, findings, flips, status, hops, body_hash, origin_hash, \
+         cache, since, trouble_since, checked_at FROM places WHERE site = $1 ORDER BY kind DESC, place",
+    )
+    .bind(site)
+    .fetch_all(pool)
+    .await
+    .map_err(q("reading places"))?;
+    rows.iter().map(|r| read_row(r).map_err(q("reading a place"))).collect()
+}
+
+fn read_row(r: &sqlx::any::AnyRow) -> Result<PlaceRow, sqlx::Error> {
+    Ok(PlaceRow {
+        place: r.try_get("place")?,
+        kind: r.try_get("kind")?,
+        must: r.try_get("must")?,
+        state: r.try_get("state")?,
+        serves: r.try_get("serves")?,
+        summary: r.try_get("summary")?,
+        findings: r.try_get("findings")?,
+        flips: r.try_get("flips")?,
+        status: r.try_get("status")?,
+        hops: r.try_get("hops")?,
+        body_hash: r.try_get("body_hash")?,
+        origin_hash: r.try_get("origin_hash")?,
+        cache: r.try_get("cache")?,
+        since: r.try_get("since")?,
+        trouble_since: r.try_get("trouble_since")?,
+        checked_at: r.try_get("checked_at")?,
+    })
+}
+
+/// One place fetched and judged in this poll.
+struct Seen {
+    place: String,
+    kind: &'static str,
+    must: Must,
+    judgement: Judgement,
+    /// The place's answer (for the edge, the public one).
+    outcome: FetchOutcome,
+    /// The origin's answer, for the edge.
+    origin: Option<FetchOutcome>,
+    /// What the place is judged against: the public answer for a
+    /// variant, the origin's for the edge.
+    canonical: FetchOutcome,
+    cache: String,
+    /// How long its findings may last before they alert.
+    grace: Duration,
+    /// What the report must say of how the origin was read.
+    note: Option<String>,
+}
+
+impl Seen {
+    fn body(&self) -> Option<&[u8]> {
+        matches!(self.outcome.status, Some(200..=299)).then_some(self.outcome.body.as_slice())
+    }
+
+    fn origin_body(&self) -> Option<&[u8]> {
+        self.origin.as_ref().filter(|o| matches!(o.status, Some(200..=299))).map(|o| o.body.as_slice())
+    }
+
+    fn state(&self) -> String {
+        let hash = |b: Option<&[u8]>| b.map(body_hash).unwrap_or_default();
+        let status = self.outcome.status.map_or_else(|| "-".to_string(), |s| s.to_string());
+        format!(
+            "{}|{}|{status}|{}|{}",
+            self.judgement.serves.key(),
+            self.judgement.findings_key(),
+            hash(self.body()),
+            hash(self.origin_body())
+        )
+    }
+
+    fn summary(&self) -> String {
+        let mut s = self.judgement.serves.to_string();
+        if let Some(note) = &self.note {
+            let _ = write!(s, " ({note})");
+        }
+        s
+    }
+
+    fn findings(&self) -> String {
+        self.judgement.findings.iter().map(|f| format!("{}: {f}\n", f.key())).collect()
+    }
+
+    fn flips(&self) -> String {
+        self.judgement
+            .flips
+            .iter()
+            .map(|f| format!("{} for {}: {} here, {} at the canonical place\n", f.url, f.agent, f.new, f.old))
+            .collect()
+    }
+}
+
+impl Monitor {
+    /// Fetches and judges every other place of `site` against `public`
+    /// (this poll's answer at its URL), records what changed and raises or
+    /// resolves alerts. Sites without a `url:` have no public URL to vary.
+    pub(crate) async fn check_places(&self, site: &Site, public: &Observation) -> Result<(), StoreError> {
+        let Source::Url(url) = site.source() else { return Ok(()) };
+        let variants = robotsgate_config::places::variants(&url, &site.variants);
+        let edge = self.edge_wanted(site, public);
+        if variants.is_empty() && !edge {
+            return Ok(());
+        }
+        let agents = self.config().agents_of(site).to_vec();
+        let mut urls: Vec<String> = Monitor::targets(site).into_iter().map(|t| t.url).collect();
+        // The site's root too: a file that closes everything closes it.
+        if let Ok(root) = reqwest::Url::parse(&url).and_then(|u| u.join("/")) {
+            let root = root.to_string();
+            if !urls.contains(&root) {
+                urls.insert(0, root);
+            }
+        }
+        let fetches = variants.iter().map(|v| self.fetch_variant(v, &url, public));
+        // Variants of one site are a few requests to different hosts: together.
+        let mut seen: Vec<Seen> = futures_util::future::join_all(fetches).await;
+        for (s, v) in seen.iter_mut().zip(&variants) {
+            let ask = Ask { must: v.must, listed: v.listed, edge: false, urls: &urls, agents: &agents };
+            s.judgement = rules::coverage::judge(&public.outcome, &s.outcome, false, &ask);
+            s.grace = site.variants.grace;
+        }
+        if edge && let Some(mut e) = self.fetch_edge(site, &url, public).await {
+            if let Some(origin) = &e.origin {
+                let ask = Ask { must: Must::Same, listed: true, edge: true, urls: &urls, agents: &agents };
+                e.judgement = rules::coverage::judge(origin, &public.outcome, false, &ask);
+            }
+            seen.push(e);
+        }
+        let known = rows(self.store().pool(), &site.name).await?;
+        let now = now_ms();
+        for s in &seen {
+            let row = known.iter().find(|r| r.place == s.place);
+            if let Err(e) = self.record_place(site, s, row, now).await {
+                tracing::error!(site = %site.name, place = %s.place, "recording a place: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether to compare the edge with the origin on this poll.
+    fn edge_wanted(&self, site: &Site, public: &Observation) -> bool {
+        match site.edge.check {
+            EdgeCheck::Off => false,
+            EdgeCheck::On => true,
+            EdgeCheck::Auto => site.edge.origin.is_some() || site.proxy.is_some() || public.through_cache(),
+        }
+    }
+
+    async fn fetch_variant(&self, v: &Variant, canonical: &str, public: &Observation) -> Seen {
+        let obs = self.fetcher().fetch_until(&v.url, &Validators::default(), canonical).await;
+        let outcome = if obs.landed {
+            // The chain reached the canonical URL: what it serves is what
+            // this poll read there, after these hops.
+            let mut o = public.outcome.clone();
+            o.redirects = obs.outcome.redirects.clone();
+            o
+        } else {
+            obs.outcome.clone()
+        };
+        let judgement = Judgement { serves: Serves::Canonical { hops: 0 }, findings: Vec::new(), flips: Vec::new() };
+        let landed = obs.landed;
+        let mut seen = Seen {
+            place: v.origin.clone(),
+            kind: "variant",
+            must: v.must,
+            judgement,
+            outcome,
+            origin: None,
+            canonical: public.outcome.clone(),
+            cache: cache_lines(&obs),
+            grace: Duration::ZERO,
+            note: None,
+        };
+        if landed {
+            seen.note = Some("the chain reaches the canonical URL".into());
+        }
+        seen
+    }
+
+    /// The origin's copy, fetched as the site says: its `edge.origin`, the
+    /// gateway's `proxy.origin`, or a cache-busting request.
+    async fn fetch_edge(&self, site: &Site, url: &str, public: &Observation) -> Option<Seen> {
+        let (origin, how) = if let Some(o) = &site.edge.origin {
+            (self.fetcher().fetch(o, &Validators::default()).await, format!("origin read at {o}"))
+        } else if let Some(p) = &site.proxy {
+            let host = p.sni.clone().or_else(|| p.hosts.first().cloned()).unwrap_or_default();
+            let at = crate::source::origin::OriginAddress { origin: &p.origin, host: &host, tls: p.origin_tls };
+            (
+                self.origins().fetch(&site.name, at, &Validators::default()).await,
+                format!("origin read at the gateway's origin {}", p.origin),
+            )
+        } else {
+            (self.fetcher().fetch_busting(url).await, "origin read with a cache-busting request".to_string())
+        };
+        let grace = site
+            .edge
+            .grace
+            .unwrap_or_else(|| public.freshness().unwrap_or(site.edge.max_grace).min(site.edge.max_grace));
+        let judgement = Judgement { serves: Serves::Canonical { hops: 0 }, findings: Vec::new(), flips: Vec::new() };
+        let mut seen = Seen {
+            place: EDGE.into(),
+            kind: "edge",
+            must: Must::Same,
+            judgement,
+            outcome: public.outcome.clone(),
+            origin: Some(origin.outcome.clone()),
+            canonical: origin.outcome.clone(),
+            cache: cache_lines(public),
+            grace,
+            note: Some(how),
+        };
+        if site.edge.origin.is_none() && site.proxy.is_none() && origin.from_cache() {
+            // The cache answered the busting request from its copy too: no
+            // origin copy to compare, and the report says so.
+            seen.origin = None;
+            seen.judgement.serves = Serves::Canonical { hops: 0 };
+            seen.note = Some(
+                "unknown: the cache answered the cache-busting request from its copy; name the origin in `edge.origin`"
+                    .into(),
+            );
+        }
+        Some(seen)
+    }
+
+    /// Writes a place's new state (with its event and bodies) when it
+    /// changed, and raises or resolves its alert; one transaction.
+    async fn record_place(&self, site: &Site, s: &Seen, row: Option<&PlaceRow>, now: i64) -> Result<(), StoreError> {
+        let state = s.state();
+        let raising = !s.judgement.findings.is_empty();
+        let changed = row.is_none_or(|r| r.state != state);
+        let trouble_since = match (raising, row) {
+            (false, _) => None,
+            (true, Some(r)) => r.trouble_since.or(Some(now)),
+            (true, None) => Some(now),
+        };
+        let due = trouble_since.filter(|t| now - t >= s.grace.as_millis() as i64);
+        let ended = !raising && row.is_some_and(|r| r.trouble_since.is_some());
+        let touch = row.is_some_and(|r| now - r.checked_at >= TOUCH_EVERY_MS);
+        if !changed && due.is_none() && !ended && !touch {
+            return Ok(());
+        }
+        let pool = self.store().pool();
+        let mut tx = pool.begin().await.map_err(q("starting a place's record"))?;
+        if changed || touch {
+            let since = if changed { now } else { row.map_or(now, |r| r.since) };
+            sqlx::query(
+                "INSERT INTO places (site, place, kind, must, state, serves, summary, findings, flips, status, hops, \
+                 body_hash, origin_hash, cache, since, trouble_since, checked_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+                 ON CONFLICT (site, place) DO UPDATE SET kind = excluded.kind, must = excluded.must, \
+                 state = excluded.state, serves = excluded.serves, summary = excluded.summary, \
+                 findings = excluded.findings, flips = excluded.flips, status = excluded.status, hops = excluded.hops, \
+                 body_hash = excluded.body_hash, origin_hash = excluded.origin_hash, cache = excluded.cache, \
+                 since = excluded.since, trouble_since = excluded.trouble_since, checked_at = excluded.checked_at",
+            )
+            .bind(&site.name)
+            .bind(&s.place)
+            .bind(s.kind)
+            .bind(s.must.as_str())
+            .bind(&state)
+            .bind(s.judgement.serves.key())
+            .bind(s.summary())
+            .bind(s.findings())
+            .bind(s.flips())
+            .bind(s.outcome.status.map(i64::from))
+            .bind(s.outcome.redirects.len() as i64)
+            .bind(s.body().map(body_hash))
+            .bind(s.origin_body().map(body_hash))
+            .bind(&s.cache)
+            .bind(since)
+            .bind(trouble_since)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(q("writing a place"))?;
+        }
+        if changed {
+            sqlx::query(
+                "INSERT INTO place_events (site, place, at, state, summary, findings, status, body_hash, origin_hash, cache) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(&site.name)
+            .bind(&s.place)
+            .bind(now)
+            .bind(&state)
+            .bind(s.summary())
+            .bind(s.findings())
+            .bind(s.outcome.status.map(i64::from))
+            .bind(s.body().map(body_hash))
+            .bind(s.origin_body().map(body_hash))
+            .bind(&s.cache)
+            .execute(&mut *tx)
+            .await
+            .map_err(q("writing a place's event"))?;
+            // The edge's public body is the site's own revision; the
+            // others are kept here.
+            let keep = [if s.kind == "edge" { None } else { s.body() }, s.origin_body()];
+            for body in keep.into_iter().flatten() {
+                sqlx::query(
+                    "INSERT INTO place_bodies (site, hash, body, first_seen) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (site, hash) DO NOTHING",
+                )
+                .bind(&site.name)
+                .bind(body_hash(body))
+                .bind(body.to_vec())
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(q("keeping a place's body"))?;
+            }
+        }
+        let mut queued = None;
+        if let Some(episode) = due {
+            let claimed = sqlx::query(
+                "INSERT INTO place_alerts (site, place, episode, raised_at) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (site, place, episode) DO NOTHING RETURNING id",
+            )
+            .bind(&site.name)
+            .bind(&s.place)
+            .bind(episode)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(q("claiming a place's alert"))?;
+            if let Some(r) = claimed {
+                let id: i64 = r.try_get("id").map_err(q("reading a place alert's id"))?;
+                let alert = self.place_alert(site, s, episode, &mut tx).await?;
+                let severity =
+                    if s.judgement.flips.is_empty() { AlertSeverity::Warning } else { AlertSeverity::Critical };
+                let channels = self.channels_for(&site.name, severity);
+                let a = QueuedAlert { alert: &alert, severity: severity.as_str(), channels: &channels, kind: "place" };
+                queue_alert(&mut tx, &site.name, -id, now, &a).await?;
+                queued = Some(alert.0);
+            }
+        }
+        if ended {
+            let resolved = sqlx::query(
+                "UPDATE place_alerts SET resolved_at = $1 WHERE site = $2 AND place = $3 AND resolved_at IS NULL RETURNING id",
+            )
+            .bind(now)
+            .bind(&site.name)
+            .bind(&s.place)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(q("resolving a place's alert"))?;
+            if let Some(r) = resolved.first() {
+                let id: i64 = r.try_get("id").map_err(q("reading a place alert's id"))?;
+                let since = row.and_then(|r| r.trouble_since);
+                let notice = self.place_resolved(site, s, since);
+                let channels = self.channels_for(&site.name, AlertSeverity::Critical);
+                let a = QueuedAlert {
+                    alert: &notice,
+                    severity: AlertSeverity::Info.as_str(),
+                    channels: &channels,
+                    kind: "place-resolved",
+                };
+                queue_alert(&mut tx, &site.name, -id, now, &a).await?;
+                queued = Some(notice.0);
+            }
+        }
+        tx.commit().await.map_err(q("committing a place's record"))?;
+        if let Some(subject) = queued {
+            tracing::warn!(site = %site.name, place = %s.place, %subject, "alert queued for a place");
+        }
+        Ok(())
+    }
+
+    /// The alert of a place off what it must be: (subject, text, HTML).
+    async fn place_alert(
+        &self,
+        site: &Site,
+        s: &Seen,
+        since: i64,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    ) -> Result<(String, String, String), StoreError> {
+        let findings: Vec<String> = s.judgement.findings.iter().map(ToString::to_string).collect();
+        let first = findings.first().cloned().unwrap_or_default();
+        let subject = if s.kind == "edge" {
+            format!("[robotsgate] {}: the edge serves another robots.txt than the origin", site.name)
+        } else {
+            format!("[robotsgate] {}: {} {}", site.name, s.place, s.judgement.serves.key())
+        };
+        let mut text = String::new();
+        let where_ = if s.kind == "edge" { "At the edge".to_string() } else { format!("At {}", s.place) };
+        let _ = writeln!(text, "{where_}, crawlers get {}.", s.summary());
+        for f in &findings {
+            let _ = writeln!(text, "Finding: {f}.");
+        }
+        let _ = writeln!(text, "It must be {}. Since {}.", s.must, when(Some(since)));
+        if s.kind == "edge" {
+            let (edge_hash, origin_hash) = (s.body().map(body_hash), s.origin_body().map(body_hash));
+            let edge_rev = match &edge_hash {
+                Some(h) => revision_of(tx, &site.name, h).await?,
+                None => None,
+            };
+            let origin_first = match &origin_hash {
+                Some(h) => body_first_seen(tx, &site.name, h).await?,
+                None => None,
+            };
+            let _ = writeln!(
+                text,
+                "\nThe edge serves {}.",
+                match (&edge_hash, edge_rev) {
+                    (Some(h), Some((id, at))) =>
+                        format!("revision {id} ({}…, first seen {})", &h[..12.min(h.len())], when(Some(at))),
+                    (Some(h), None) => format!("a body {}…", &h[..12.min(h.len())]),
+                    (None, _) => s.judgement.serves.to_string(),
+                }
+            );
+            let _ = writeln!(
+                text,
+                "The origin serves {}.",
+                match (&origin_hash, origin_first) {
+                    (Some(h), Some(at)) => format!("{}… since {}", &h[..12.min(h.len())], when(Some(at))),
+                    (Some(h), None) => format!("{}…", &h[..12.min(h.len())]),
+                    (None, _) => "no file".to_string(),
+                }
+            );
+            if !s.cache.is_empty() {
+                let _ = writeln!(text, "What the edge says of its cache:");
+                for l in s.cache.lines() {
+                    let _ = writeln!(text, "  {l}");
+                }
+            }
+        }
+        let flips = &s.judgement.flips;
+        if flips.is_empty() {
+            let _ = writeln!(text, "\nNo saved URL's verdict differs from the canonical place's.");
+        } else {
+            let _ = writeln!(text, "\nVerdicts that differ from the canonical place's ({}):", flips.len());
+            for f in flips.iter().take(20) {
+                let _ = writeln!(text, "  {} for {}: {} here; {} at the canonical place", f.url, f.agent, f.new, f.old);
+            }
+            if flips.len() > 20 {
+                let _ = writeln!(text, "  and {} more", flips.len() - 20);
+            }
+        }
+        let pins = site.pins(self.config().agents_of(site), self.catalogue());
+        let canon = Policy::from_fetch(&s.canonical);
+        let here = Policy::from_fetch(&s.outcome);
+        let breaches = rules::gate::breaches(&canon, &here, &pins, &site.floor(self.catalogue()));
+        if !breaches.is_empty() {
+            let _ = writeln!(text, "\nWhat it breaks of what the site declares: {}.", rules::gate::summary(&breaches));
+        }
+        let link = self.console_url().map(|base| crate::links::site_page(base, &site.name));
+        if let Some(link) = &link {
+            let _ = writeln!(text, "\nIn the console: {link}");
+        }
+        let inner = format!("<p><strong>{}</strong></p><pre>{}</pre>", esc(&first), esc(&text));
+        let severity = if flips.is_empty() { AlertSeverity::Warning } else { AlertSeverity::Critical };
+        Ok((subject, text, crate::letter::page(severity, &inner, link.as_deref())))
+    }
+
+    /// The notice that a place is what it must be again.
+    fn place_resolved(&self, site: &Site, s: &Seen, since: Option<i64>) -> (String, String, String) {
+        let what = if s.kind == "edge" {
+            "the edge and the origin agree again".to_string()
+        } else {
+            format!("{} is what it must be again", s.place)
+        };
+        let subject = format!("[robotsgate] {}: resolved: {what}", site.name);
+        let text = format!(
+            "Resolved: {what}. Crawlers get {} there.\nOff since {}, until {}.\n",
+            s.summary(),
+            when(since),
+            when(Some(now_ms()))
+        );
+        let link = self.console_url().map(|base| crate::links::site_page(base, &site.name));
+        let inner = format!("<p><strong>{}</strong></p>", esc(&text));
+        (subject, text, crate::letter::page(AlertSeverity::Info, &inner, link.as_deref()))
+    }
+}
+
+async fn revision_of(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    site: &str,
+    hash: &str,
+) -> Result<Option<(i64, i64)>, StoreError> {
+    let row = sqlx::query("SELECT id, first_seen FROM revisions WHERE site = $1 AND hash = $2")
+        .bind(site)
+        .bind(hash)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(q("reading a revision"))?;
+    row.map(|r| Ok((r.try_get("id")?, r.try_get("first_seen")?))).transpose().map_err(q("reading a revision"))
+}
+
+async fn body_first_seen(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    site: &str,
+    hash: &str,
+) -> Result<Option<i64>, StoreError> {
+    let row = sqlx::query("SELECT first_seen FROM place_bodies WHERE site = $1 AND hash = $2")
+        .bind(site)
+        .bind(hash)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(q("reading a place's body"))?;
+    row.map(|r| r.try_get("first_seen")).transpose().map_err(q("reading a place's body"))
+}
+
+fn cache_lines(obs: &Observation) -> String {
+    obs.cache.iter().map(|(k, v)| format!("{k}: {v}\n")).collect()
+}

@@ -109,6 +109,43 @@ fn read_row(r: &sqlx::any::AnyRow) -> Result<PlaceRow, sqlx::Error> {
     })
 }
 
+/// The places in words, as `robots-monitor show SITE` prints them.
+pub fn text(rows: &[PlaceRow]) -> String {
+    let mut out = String::new();
+    if rows.is_empty() {
+        out.push_str("No other place checked yet: no variants (an IP address, a one-label host or a URL with its own port, and none listed) and no edge, or no poll since.\n");
+        return out;
+    }
+    out.push_str("Where crawlers look:\n");
+    for r in rows {
+        let verdict = if r.trouble_since.is_some() { "OFF" } else { "ok" };
+        let _ = writeln!(out, "  {:<3} {}: {}", verdict, r.place, r.summary);
+        let _ = writeln!(
+            out,
+            "      must be: {}; since {}; checked {}",
+            r.must,
+            when(Some(r.since)),
+            when(Some(r.checked_at))
+        );
+        for f in r.findings.lines() {
+            let _ = writeln!(out, "      finding: {f}");
+        }
+        for f in r.flips.lines().take(10) {
+            let _ = writeln!(out, "      differs: {f}");
+        }
+        let more = r.flips.lines().count().saturating_sub(10);
+        if more > 0 {
+            let _ = writeln!(out, "      and {more} more verdicts differ");
+        }
+        if r.kind == "edge" {
+            for c in r.cache.lines() {
+                let _ = writeln!(out, "      cache: {c}");
+            }
+        }
+    }
+    out
+}
+
 /// One place fetched and judged in this poll.
 struct Seen {
     place: String,

@@ -103,6 +103,16 @@ pub async fn show(m: &Monitor, site: &str, rev: i64) -> anyhow::Result<Vec<u8>> 
     m.store().revision_body(site, rev).await?.with_context(|| format!("site `{site}` has no revision {rev}"))
 }
 
+/// `show SITE`: every place crawlers look for the site's robots.txt, as
+/// the last polls judged it (`rules::coverage`).
+pub async fn places(m: &Monitor, site: &str) -> anyhow::Result<String> {
+    let s = m.site(site).with_context(|| format!("no site named `{site}` in the config"))?;
+    let rows = crate::places::rows(m.store().pool(), site).await?;
+    let mut out = format!("{site}: {} ({})\n", s.source().location(), s.source().how());
+    out.push_str(&crate::places::text(&rows));
+    Ok(out)
+}
+
 /// `diff SITE [A B]`: the text diff and the verdict flips between two
 /// revisions (the last two by default).
 pub async fn diff(m: &Monitor, site_name: &str, revs: Option<(i64, i64)>) -> anyhow::Result<String> {

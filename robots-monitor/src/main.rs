@@ -56,12 +56,14 @@ enum Command {
         #[arg(long)]
         agent: Option<String>,
     },
-    /// Print a stored revision.
+    /// Without a revision: what crawlers get at every place they look for
+    /// the site's robots.txt (its host variants, the edge against the
+    /// origin). With one: print that stored revision.
     Show {
         /// The site's name.
         site: String,
         /// The revision id (see `history`).
-        rev: i64,
+        rev: Option<i64>,
     },
     /// Text diff and verdict flips between two revisions (default: the last two).
     Diff {
@@ -351,7 +353,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::History { site, url, agent } => {
             write!(stdout, "{}", report::history(&m, &site, url.as_deref(), agent.as_deref()).await?)?
         }
-        Command::Show { site, rev } => stdout.write_all(&report::show(&m, &site, rev).await?)?,
+        Command::Show { site, rev: Some(rev) } => stdout.write_all(&report::show(&m, &site, rev).await?)?,
+        Command::Show { site, rev: None } => stdout.write_all(report::places(&m, &site).await?.as_bytes())?,
         Command::Diff { site, rev_a, rev_b } => {
             let revs = match (rev_a, rev_b) {
                 (Some(a), Some(b)) => Some((a, b)),

@@ -159,6 +159,38 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
         }
     }
     let _ = registry.register(Box::new(recent));
+    // Every place crawlers look (host variants, the edge): what it serves,
+    // and whether it is off what it must be, with the seconds since. One
+    // series per place the config names; a place's labels are bounded by
+    // its variants (at most four by default) and listed hosts.
+    let serves = gauge(
+        "robotsgate_place_serves",
+        "1 for what each host variant or the edge serves (same, redirect, additions, own, html, no-file, broken-redirect, unavailable, not-served)",
+        &["site", "place", "serves"],
+    );
+    let off = gauge(
+        "robotsgate_place_off_seconds",
+        "How long a host variant or the edge has been off what it must be, in seconds; 0 while it is what it must be",
+        &["site", "place", "finding"],
+    );
+    let rows = sqlx::query("SELECT site, place, serves, findings, trouble_since FROM places")
+        .fetch_all(m.store().pool())
+        .await
+        .map_err(q("reading places"))?;
+    for r in &rows {
+        let (site, place, kind): (String, String, String) =
+            (r.try_get("site").unwrap_or_default(), r.try_get("place").unwrap_or_default(), r.try_get("serves").unwrap_or_default());
+        if m.site(&site).is_none() {
+            continue;
+        }
+        serves.with_label_values(&[&site, &place, &kind]).set(1);
+        let findings: String = r.try_get("findings").unwrap_or_default();
+        let since: Option<i64> = r.try_get("trouble_since").unwrap_or(None);
+        let first = findings.lines().next().and_then(|l| l.split_once(':')).map_or("none", |(k, _)| k);
+        off.with_label_values(&[&site, &place, first]).set(since.map_or(0, |t| ((now - t) / 1000).max(0)));
+    }
+    let _ = registry.register(Box::new(serves));
+    let _ = registry.register(Box::new(off));
     c.db_seconds.observe(started.elapsed().as_secs_f64());
     for g in [info, state, age, alerts, leases] {
         let _ = registry.register(Box::new(g));

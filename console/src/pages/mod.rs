@@ -4,6 +4,7 @@
 //! rendering, the bearer token, and the stylesheet.
 
 pub(crate) mod alerts;
+pub(crate) mod places;
 pub(crate) mod release;
 pub(crate) mod revision;
 pub(crate) mod site;

@@ -68,6 +68,11 @@ pub(crate) struct SitePage {
     pub(super) held: Vec<HeldView>,
     /// What a release just did.
     pub(super) notice: Option<String>,
+    /// Every host variant, host by scheme: what each serves, since when,
+    /// and which verdicts differ from the canonical place's.
+    pub(super) variants: Vec<super::places::MatrixRow>,
+    /// The edge's copy against the origin's, when compared.
+    pub(super) edge: Option<super::places::PlaceView>,
 }
 
 /// A change the gate holds: what it breaks, since when, and its diff
@@ -231,7 +236,10 @@ pub(super) async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failu
         Some(h) => ("held", format!("a change is held at the edge since {}: crawlers get the last good copy", h.since)),
         None => (state, detail),
     };
+    let (variants, edge) = super::places::places(m, site).await?;
     Ok(SitePage {
+        variants,
+        edge,
         name: name.to_string(),
         location,
         state,

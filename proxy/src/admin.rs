@@ -37,6 +37,9 @@ pub struct Admin {
     pub ledger: Option<Arc<Ledger>>,
     /// The fleet's database, where a release is recorded for every gateway.
     pub shared: Option<Arc<crate::robots::shared::Shared>>,
+    /// Each site's `proxy.hosts`, for `/status` to say which copy each
+    /// host is served.
+    pub hosts: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 fn now_secs() -> u64 {
@@ -94,9 +97,24 @@ impl Admin {
                         "why": format!("the managed groups would pass 500 KiB: the origin's lines from {} on are not served, so that Google reads the policy", c.from_line),
                     })
                 });
+                // Every host of a site is served the one copy: said per
+                // host, so that whoever checks a host variant sees which.
+                let copy = match &*state {
+                    State::Serve(s) => json!({ "etag": s.etag, "source": source, "bytes": s.body.len() }),
+                    State::NoFile(status) => json!({ "source": source, "status": status }),
+                    State::Unknown => json!({ "source": source }),
+                };
+                let hosts: Vec<_> = self
+                    .hosts
+                    .get(*name)
+                    .into_iter()
+                    .flatten()
+                    .map(|h| json!({ "host": h, "copy": copy }))
+                    .collect();
                 json!({
                     "site": name,
                     "source": source,
+                    "hosts": hosts,
                     "age_secs": age,
                     "last_origin_status": health.last_status,
                     "last_origin_error": health.last_error,

@@ -554,7 +554,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let token = settings.admin_token().map_err(anyhow::Error::msg)?;
     let mut admin = Service::new(
         "robotsgate admin".to_string(),
-        Admin { store, metrics, token, refresh_now, identity, ledger, shared: shared.clone() },
+        Admin {
+            store,
+            metrics,
+            token,
+            refresh_now,
+            identity,
+            ledger,
+            shared: shared.clone(),
+            hosts: config.sites.iter().filter_map(|s| Some((s.name.clone(), s.proxy.as_ref()?.hosts.clone()))).collect(),
+        },
     );
     admin.add_tcp(&settings.admin);
 

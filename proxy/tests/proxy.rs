@@ -314,6 +314,14 @@ fn admin_endpoints() {
             && text.contains("\"last_origin_status\":200"),
         "{text}"
     );
+    // Which copy each host of the site is served: both hosts, one copy.
+    let status: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let hosts = status["sites"][0]["hosts"].as_array().cloned().unwrap_or_default();
+    let names: Vec<&str> = hosts.iter().filter_map(|h| h["host"].as_str()).collect();
+    assert_eq!(names, ["shop.test", "www.shop.test"], "{text}");
+    let served = get(&g, "/robots.txt", &[]);
+    let etag = served.header("etag").unwrap_or_default().to_string();
+    assert!(hosts.iter().all(|h| h["copy"]["etag"] == etag.as_str() && h["copy"]["source"] == "origin"), "{text}");
 }
 
 #[test]

@@ -222,6 +222,30 @@ mod tests {
     }
 
     #[test]
+    fn variants_edge_and_connect_to_read_and_refuse_what_they_cannot_read() {
+        let base = "sites:\n  - name: a\n    url: https://a.example/robots.txt\n";
+        let c = parse(&format!(
+            "http:\n  connect_to: {{ \"a.example:443\": \"127.0.0.1:8443\" }}\n{base}    variants:\n      hosts:\n        - {{ host: https://staging.a.example, must: absent }}\n    edge: {{ origin: http://10.0.0.1/robots.txt, grace: 5m }}\n"
+        ))
+        .unwrap();
+        assert_eq!(c.http.connect_to().len(), 1);
+        assert_eq!(c.sites[0].variants.hosts[0].must, crate::MustSetting::Absent);
+        assert_eq!(c.sites[0].edge.grace, Some(Duration::from_secs(300)));
+        let bad = |extra: &str, key: &str| {
+            let e = parse(&format!("{base}{extra}")).unwrap_err().to_string();
+            assert!(e.contains(key), "{extra}: {e}");
+        };
+        bad("    variants: { hosts: [ { host: \"https://m.a.example/x\" } ] }\n", "sites[0].variants.hosts[0].host");
+        bad("    variants: { hosts: [ { host: m.a.example, must: never } ] }\n", "must");
+        bad("    edge: { origin: /robots.txt }\n", "sites[0].edge.origin");
+        bad("    edge: { max_grace: 0s }\n", "sites[0].edge.max_grace");
+        let e = parse(&format!("http:\n  connect_to: {{ \"a.example:8080\": \"127.0.0.1:1\" }}\n{base}")).unwrap_err();
+        assert!(e.to_string().contains("http.connect_to.a.example:8080"), "{e}");
+        let e = parse(&format!("http:\n  connect_to: {{ \"a.example:443\": \"nowhere\" }}\n{base}")).unwrap_err();
+        assert!(e.to_string().contains("127.0.0.1:8443"), "{e}");
+    }
+
+    #[test]
     fn errors_name_file_line_and_key() {
         let e = parse("sites: []\nbogus: 1\n").unwrap_err().to_string();
         assert!(e.starts_with("test.yaml:") && e.contains("bogus") && e.contains('2'), "{e}");

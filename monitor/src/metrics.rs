@@ -178,8 +178,11 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
         .await
         .map_err(q("reading places"))?;
     for r in &rows {
-        let (site, place, kind): (String, String, String) =
-            (r.try_get("site").unwrap_or_default(), r.try_get("place").unwrap_or_default(), r.try_get("serves").unwrap_or_default());
+        let (site, place, kind): (String, String, String) = (
+            r.try_get("site").unwrap_or_default(),
+            r.try_get("place").unwrap_or_default(),
+            r.try_get("serves").unwrap_or_default(),
+        );
         if m.site(&site).is_none() {
             continue;
         }

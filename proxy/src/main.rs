@@ -562,7 +562,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             identity,
             ledger,
             shared: shared.clone(),
-            hosts: config.sites.iter().filter_map(|s| Some((s.name.clone(), s.proxy.as_ref()?.hosts.clone()))).collect(),
+            hosts: config
+                .sites
+                .iter()
+                .filter_map(|s| Some((s.name.clone(), s.proxy.as_ref()?.hosts.clone())))
+                .collect(),
         },
     );
     admin.add_tcp(&settings.admin);

@@ -375,6 +375,44 @@ fn variants_broken(db: Db) {
     assert!(text("https://loop.shop.test").contains("redirect loop"));
     assert!(text("https://chain.shop.test").contains("longer than 5"));
     assert!(text("https://html.shop.test").contains("HTML"));
+
+    // Every surface says the same: `show`, the API, the page, the metrics.
+    let show = String::from_utf8_lossy(&monitor(&config, &["show", "shop"]).stdout).into_owned();
+    assert!(show.contains("OFF https://www.shop.test: a file of its own"), "{show}");
+    assert!(show.contains("ok  https://staging.shop.test: 404"), "{show}");
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let _console = serve(&config, addr, None);
+    let api = request(addr, "GET", "console", "/api/sites/shop", &[]).expect("the API answers");
+    let json: serde_json::Value = serde_json::from_str(&api.text()).expect("JSON");
+    let row = json["variants"].as_array().unwrap().iter().find(|r| r["host"] == "www.shop.test").cloned().unwrap();
+    assert_eq!(row["https"]["serves"], "own", "{row}");
+    assert_eq!(row["https"]["off"], true);
+    assert_eq!(row["http"]["serves"], "redirect");
+    let canonical = json["variants"].as_array().unwrap().iter().find(|r| r["host"] == "shop.test").cloned().unwrap();
+    assert_eq!(
+        (canonical["canonical"].as_str(), canonical["http"]["serves"].as_str()),
+        (Some("https"), Some("no-file"))
+    );
+    let page = request(addr, "GET", "console", "/sites/shop", &[]).expect("the page").text();
+    assert!(page.contains("id=\"variants\""), "{page}");
+    assert!(page.contains("data-place=\"https://www.shop.test\" data-serves=\"own\""), "{page}");
+    assert!(page.contains("a file of its own where the canonical file is expected"));
+    let metrics = request(addr, "GET", "console", "/metrics", &[]).expect("metrics").text();
+    assert!(
+        metrics.contains("robotsgate_place_serves{place=\"https://www.shop.test\",serves=\"own\",site=\"shop\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            "robotsgate_place_off_seconds{finding=\"own-file\",place=\"https://www.shop.test\",site=\"shop\"}"
+        ),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .contains("robotsgate_place_off_seconds{finding=\"none\",place=\"http://www.shop.test\",site=\"shop\"} 0"),
+        "{metrics}"
+    );
 }
 
 #[test]

@@ -52,7 +52,10 @@ impl MatrixRow {
 }
 
 /// The places of `name`: the variants' matrix and the edge.
-pub(super) async fn places(m: &Monitor, site: &robotsgate_config::Site) -> Result<(Vec<MatrixRow>, Option<PlaceView>), Failure> {
+pub(super) async fn places(
+    m: &Monitor,
+    site: &robotsgate_config::Site,
+) -> Result<(Vec<MatrixRow>, Option<PlaceView>), Failure> {
     let rows = monitor::places::rows(m.store().pool(), &site.name)
         .await
         .map_err(|e| Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;

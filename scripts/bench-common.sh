@@ -133,6 +133,25 @@ bench_monitor_sites() {
   done
 }
 
+# bench_monitor_named_sites SITES PORT REFUSED: the same sites by name,
+# http://s<n>.bench.test/robots.txt, so that each has the default variants
+# (https://, www.): plain HTTP reaches the origin fleet at PORT (which
+# redirects www. to the bare name), HTTPS a closed port REFUSED (no TLS
+# there, as on many sites: a refused connection, no finding).
+bench_monitor_named_sites() {
+  echo "http:"
+  echo "  connect_to:"
+  echo "    \"*.bench.test:80\": \"127.0.0.1:$2\""
+  echo "    \"*.bench.test:443\": \"127.0.0.1:$3\""
+  echo "sites:"
+  local i
+  for ((i = 0; i < $1; i++)); do
+    echo "  - name: s$i"
+    echo "    url: http://s$i.bench.test/robots.txt"
+    echo "    url_sets: { main: [/, /admin/login, /cart, /s$i/private/x] }"
+  done
+}
+
 # bench_gateway_proxy WORK NAME PORT TLS-PORT ADMIN FAST THREADS: the start
 # of a gateway's config for these scripts, up to `fast_path` in `proxy:`
 # (the caller adds the rest): database and state under WORK by NAME, plain

@@ -5,6 +5,10 @@
 # same files again), for this tree and, in the same run, for BASE (default
 # 1652345^, the commit before the gate), built in a worktree with the same
 # profile. Also counts sqlx's slow-acquire warnings. Loopback only.
+# The row `variants` is this tree with every site by name, so with its
+# default host variants (https:// and www., each fetched and judged after
+# every poll; www. redirects to the site, https:// is refused), reached on
+# loopback through http.connect_to.
 #   [BASE=rev] [RUNS=2] scripts/bench-once.sh [SITES=10000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,11 +38,16 @@ origin=$!
 trap 'kill $origin 2>/dev/null || true; git worktree remove --force "$tree" 2>/dev/null || true' EXIT
 sleep 0.5
 
-config() { # DATABASE
+refused=$(( port + 1 ))
+config() { # DATABASE [variants]
   echo "database: $1"
   echo "agents: [Googlebot, bingbot, GPTBot]"
   echo "interval: 1m"
-  bench_monitor_sites "$sites" "$port"
+  if [[ ${2:-} == variants ]]; then
+    bench_monitor_named_sites "$sites" "$port" "$refused"
+  else
+    bench_monitor_sites "$sites" "$port"
+  fi
 }
 
 rate() { # BIN CONFIG LOG: one `once`, in sites per minute
@@ -67,16 +76,16 @@ first_pass() { # BIN CONFIG DATABASE LOG: `run` from a fresh file until every si
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $sites sites; base $(git rev-parse --short "$base")"
 printf "%-6s %-5s %14s %14s %14s %9s\n" build run "first sight" unchanged "run 1st pass" "slow acq"
 for ((r = 1; r <= runs; r++)); do
-  for which in base now; do
+  for which in base now variants; do
     bin=$base_bin
-    [[ $which == now ]] && bin=$now_bin
+    [[ $which != base ]] && bin=$now_bin
     db="$work/$which-$r.db"
-    config "$db" > "$work/$which-$r.yaml"
+    config "$db" "$which" > "$work/$which-$r.yaml"
     log="$work/$which-$r.log"
     : > "$log"
     first=$(rate "$bin" "$work/$which-$r.yaml" "$log")
     again=$(rate "$bin" "$work/$which-$r.yaml" "$log")
-    config "$db.run" > "$work/$which-$r-run.yaml"
+    config "$db.run" "$which" > "$work/$which-$r-run.yaml"
     pass=$(first_pass "$bin" "$work/$which-$r-run.yaml" "$db.run" "$log")
     slow=$(grep -c "slow threshold" "$log" || true)
     printf "%-6s %-5s %14s %14s %14s %9s\n" "$which" "$r" "$first/min" "$again/min" "$pass/min" "$slow"

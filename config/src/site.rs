@@ -330,7 +330,8 @@ pub struct Http {
     pub user_agent: String,
     /// Where to connect for a `host:port` instead of where DNS says, as
     /// curl's `--connect-to` does: `{"www.shop.example:443": "10.0.0.7:8443"}`.
-    /// The port is the scheme's own (80 or 443); `Host` and SNI stay the
+    /// The port is the scheme's own (80 or 443); `*.example.com:443`
+    /// covers every name below `example.com`. `Host` and SNI stay the
     /// host's. For staging set-ups and tests on loopback.
     #[serde(default)]
     pub connect_to: BTreeMap<String, String>,

@@ -173,15 +173,13 @@ impl Fetcher {
         ports.dedup();
         let mut steered = Vec::new();
         for port in ports {
-            let mut b = builder();
-            let mut hosts = Vec::new();
-            for (host, _, addr) in connect_to.iter().filter(|c| c.1 == port) {
-                // The URL names no port of its own here (it is the
-                // scheme's), so the override's port is the one dialled.
-                b = b.resolve(host, *addr);
-                hosts.push(host.clone());
-            }
-            steered.push((port, hosts, b.build()?));
+            let names: Vec<(String, std::net::SocketAddr)> =
+                connect_to.iter().filter(|c| c.1 == port).map(|(h, _, a)| (h.clone(), *a)).collect();
+            let hosts = names.iter().map(|(h, _)| h.clone()).collect();
+            // The URL names no port of its own here (it is the scheme's),
+            // so the address's port is the one dialled.
+            let client = builder().dns_resolver(std::sync::Arc::new(Steer { names })).build()?;
+            steered.push((port, hosts, client));
         }
         Ok(Fetcher { plain, steered })
     }
@@ -221,6 +219,39 @@ impl Fetcher {
         let nonce = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         target.query_pairs_mut().append_pair("robotsgate-nocache", &nonce.to_string());
         follow(&|u| self.client_for(u), target.as_str(), &Validators::default(), None).await
+    }
+}
+
+/// Whether the `connect_to` name `pattern` covers `host`: the same name, or
+/// for `*.suffix`, any name ending in `.suffix`.
+fn steers(pattern: &str, host: &str) -> bool {
+    match pattern.strip_prefix("*.") {
+        Some(suffix) => {
+            host.len() > suffix.len() + 1 && host.ends_with(suffix) && host[..host.len() - suffix.len()].ends_with('.')
+        }
+        None => pattern.eq_ignore_ascii_case(host),
+    }
+}
+
+/// The resolver of a steered client: the `connect_to` names of one port to
+/// their addresses; any other name through the system's resolver.
+struct Steer {
+    names: Vec<(String, std::net::SocketAddr)>,
+}
+
+impl reqwest::dns::Resolve for Steer {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_ascii_lowercase();
+        let found = self.names.iter().find(|(p, _)| steers(p, &host)).map(|(_, a)| *a);
+        Box::pin(async move {
+            if let Some(addr) = found {
+                let addrs: reqwest::dns::Addrs = Box::new(std::iter::once(addr));
+                return Ok(addrs);
+            }
+            let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let addrs: reqwest::dns::Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
     }
 }
 
@@ -405,5 +436,35 @@ pub async fn read_local(path: &Path) -> Observation {
             done(FetchOutcome::status(404), started, false, None, None)
         }
         Err(_) => failed(TransportError::Other, Vec::new(), started),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_to_names_cover_a_name_or_every_name_below_a_suffix() {
+        assert!(steers("shop.test", "shop.test"));
+        assert!(steers("Shop.Test", "shop.test"));
+        assert!(!steers("shop.test", "www.shop.test"));
+        assert!(steers("*.shop.test", "www.shop.test"));
+        assert!(steers("*.shop.test", "a.b.shop.test"));
+        assert!(!steers("*.shop.test", "shop.test"));
+        assert!(!steers("*.shop.test", "evilshop.test"));
+    }
+
+    #[test]
+    fn freshness_is_the_shared_caches_word_less_the_age() {
+        let mut obs = given(b"x");
+        obs.cache = vec![("cache-control".into(), "public, max-age=600, s-maxage=300".into())];
+        obs.outcome.age = Duration::from_secs(100);
+        assert_eq!(obs.freshness(), Some(Duration::from_secs(200)));
+        obs.cache = vec![("cache-control".into(), "max-age=60".into())];
+        assert_eq!(obs.freshness(), Some(Duration::from_secs(0)));
+        obs.cache = vec![("x-cache".into(), "HIT from edge".into())];
+        assert!(obs.from_cache() && obs.through_cache() && obs.freshness().is_none());
+        obs.cache = vec![("via".into(), "1.1 varnish".into())];
+        assert!(!obs.from_cache() && obs.through_cache());
     }
 }

@@ -53,7 +53,9 @@ CREATE TABLE place_bodies (
 -- One row per episode that alerted: claimed in the transaction that
 -- queues the alert (`alerts.state_id` = -id, kind `place`; the resolved
 -- notice is kind `place-resolved`), so monitors sharing a database raise
--- it once.
+-- it once. At most one episode of a place is open at a time (the partial
+-- index): a monitor that judged the place from an older read, and so
+-- dated the episode otherwise, cannot open a second one beside it.
 CREATE TABLE place_alerts (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
     site        TEXT NOT NULL,
@@ -63,3 +65,4 @@ CREATE TABLE place_alerts (
     resolved_at BIGINT,
     UNIQUE (site, place, episode)
 );
+CREATE UNIQUE INDEX place_alerts_open ON place_alerts (site, place) WHERE resolved_at IS NULL;

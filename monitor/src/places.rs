@@ -430,7 +430,7 @@ impl Monitor {
         if let Some(episode) = due {
             let claimed = sqlx::query(
                 "INSERT INTO place_alerts (site, place, episode, raised_at) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (site, place, episode) DO NOTHING RETURNING id",
+                 ON CONFLICT DO NOTHING RETURNING id",
             )
             .bind(&site.name)
             .bind(&s.place)

@@ -1,7 +1,10 @@
 //! A fleet of robots.txt origins on loopback for the monitor's scale
 //! benchmark: `cargo run --release -p robots-monitor --example origin_fleet -- PORT`
 //! serves `/s/<n>/robots.txt` for any `n` (a small file whose rules depend
-//! on `n`), answering each request and closing the connection.
+//! on `n`), answering each request and closing the connection. By name, as
+//! the variants benchmark reaches it through `http.connect_to`: `Host:
+//! s<n>.bench.test` is site `n` at `/robots.txt`, and `www.s<n>.bench.test`
+//! redirects there, as a site whose variants are in order does.
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -17,7 +20,19 @@ async fn main() -> std::io::Result<()> {
             let Ok(n) = stream.read(&mut buf).await else { return };
             let request = String::from_utf8_lossy(&buf[..n]);
             let path = request.split_whitespace().nth(1).unwrap_or("/");
-            let site = path.split('/').nth(2).unwrap_or("0");
+            let host = request
+                .lines()
+                .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("host")).map(|(_, v)| v.trim()))
+                .unwrap_or("");
+            if let Some(bare) = host.strip_prefix("www.") {
+                let head = format!(
+                    "HTTP/1.1 301 Moved Permanently\r\nLocation: http://{bare}/robots.txt\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                return;
+            }
+            let by_name = host.strip_prefix('s').and_then(|h| h.strip_suffix(".bench.test"));
+            let site = by_name.unwrap_or_else(|| path.split('/').nth(2).unwrap_or("0"));
             let body = format!(
                 "# site {site}\nUser-agent: *\nDisallow: /admin/\nDisallow: /cart\nDisallow: /s{site}/private/\nAllow: /admin/help\n\nSitemap: http://127.0.0.1/s/{site}/sitemap.xml\n"
             );

@@ -329,9 +329,9 @@ fn variants_broken(db: Db) {
     assert!(wait_listening(SocketAddr::from(([127, 0, 0, 1], https)), 10));
     let config = variant_config(&dir, &database, http, https, &certs.ca, LISTED);
     // The schema first (two first starts on one fresh SQLite file race
-    // to migrate it); then two monitors at once, and one more round.
+    // to migrate it); then four monitors at once, and one more round.
     assert!(monitor(&config, &["fetches", "shop"]).status.success());
-    let both: Vec<_> = (0..2).map(|_| monitor_spawn(&config, &["once"])).collect();
+    let both: Vec<_> = (0..4).map(|_| monitor_spawn(&config, &["once"])).collect();
     for child in both {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

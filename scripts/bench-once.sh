@@ -9,7 +9,7 @@
 # default host variants (https:// and www., each fetched and judged after
 # every poll; www. redirects to the site, https:// is refused), reached on
 # loopback through http.connect_to.
-#   [BASE=rev] [RUNS=2] scripts/bench-once.sh [SITES=10000]
+#   [BASE=rev] [BASE_TARGET=dir] [RUNS=2] scripts/bench-once.sh [SITES=10000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sites=${1:-10000}
@@ -29,8 +29,10 @@ fleet="$target/release/examples/origin_fleet"
 work=$(mktemp -d /tmp/robots-once-bench.XXXXXX)
 tree="$work/base"
 git worktree add -q --detach "$tree" "$base"
-(cd "$tree" && CARGO_TARGET_DIR="$work/base-target" cargo build --release --bin robots-monitor)
-base_bin="$work/base-target/release/robots-monitor"
+# BASE_TARGET keeps the base's build between runs (its own directory).
+base_target=${BASE_TARGET:-$work/base-target}
+(cd "$tree" && CARGO_TARGET_DIR="$base_target" cargo build --release --bin robots-monitor)
+base_bin="$base_target/release/robots-monitor"
 
 port=18090
 "$fleet" "$port" 2>/dev/null &

@@ -189,7 +189,7 @@ impl Fetcher {
         let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else { return &self.plain };
         if url.port().is_none()
             && let Some((_, _, c)) =
-                self.steered.iter().find(|(p, hosts, _)| *p == port && hosts.iter().any(|h| h == host))
+                self.steered.iter().find(|(p, hosts, _)| *p == port && hosts.iter().any(|h| steers(h, host)))
         {
             return c;
         }
@@ -365,13 +365,23 @@ fn classify(e: &reqwest::Error) -> TransportError {
     if e.is_timeout() {
         return TransportError::Timeout;
     }
-    let text = format!("{e:?}").to_ascii_lowercase();
-    if text.contains("dns") || text.contains("failed to lookup") || text.contains("resolve") {
+    // What went wrong, without the URL (a host named `tls.` or `dns.`
+    // would otherwise classify its own failures).
+    let mut text = String::new();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(&format!("{c:?} {c} "));
+        cause = c.source();
+    }
+    let text = text.to_ascii_lowercase();
+    // TLS first: a certificate for the wrong name is reported with the
+    // name it was checked against, a `DnsName`, which is no DNS failure.
+    if text.contains("certificate") || text.contains("tls") || text.contains("ssl") {
+        TransportError::Tls
+    } else if text.contains("dns error") || text.contains("failed to lookup") || text.contains("resolve") {
         TransportError::Dns
     } else if text.contains("refused") {
         TransportError::Refused
-    } else if text.contains("certificate") || text.contains("tls") || text.contains("ssl") {
-        TransportError::Tls
     } else if e.is_connect() || text.contains("reset") || text.contains("closed") || e.is_body() || e.is_request() {
         TransportError::Reset
     } else {
@@ -452,6 +462,36 @@ mod tests {
         assert!(steers("*.shop.test", "a.b.shop.test"));
         assert!(!steers("*.shop.test", "shop.test"));
         assert!(!steers("*.shop.test", "evilshop.test"));
+    }
+
+    #[tokio::test]
+    async fn a_wildcard_connect_to_reaches_its_address() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = [0u8; 2048];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let host = String::from_utf8_lossy(&buf[..n])
+                    .lines()
+                    .find(|l| l.to_ascii_lowercase().starts_with("host:"))
+                    .unwrap_or("")
+                    .to_string();
+                let body = format!("# {host}\nUser-agent: *\nDisallow: /x\n");
+                let _ = s
+                    .write_all(
+                        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
+                            .as_bytes(),
+                    )
+                    .await;
+            }
+        });
+        let f = Fetcher::new(Duration::from_secs(3), "t", &[("*.shop.test".into(), 80, addr)], None).unwrap();
+        let obs = f.fetch("http://www.shop.test/robots.txt", &Validators::default()).await;
+        assert_eq!(obs.outcome.status, Some(200), "{obs:?}");
+        // Host names the site, not the address dialled.
+        assert!(String::from_utf8_lossy(&obs.outcome.body).contains("www.shop.test"), "{obs:?}");
     }
 
     #[test]

@@ -26,7 +26,8 @@ CREATE TABLE places (
     checked_at    BIGINT NOT NULL,
     PRIMARY KEY (site, place)
 );
--- Every change of a place's state, kept like states are.
+-- Every state a place left, from when it began (`at`); the current one is
+-- its `places` row.
 CREATE TABLE place_events (
     id          BIGSERIAL PRIMARY KEY,
     site        TEXT NOT NULL,

@@ -57,6 +57,8 @@ type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 enum Job {
     Claim(Claim, Reply<Option<SiteRow>>),
     Commit(Box<(PollRecord, Option<NewState>)>, Reply<Option<Committed>>),
+    /// `places` rows with nothing else to write (`crate::places`).
+    Places(Vec<crate::places::PlaceWrite>, Reply<()>),
 }
 
 /// The polls' way to the batching task: where they take leases and write.
@@ -84,6 +86,13 @@ impl Batcher {
         rx.await.map_err(|_| gone())?
     }
 
+    /// Writes `places` rows that need nothing else written with them.
+    pub async fn places(&self, rows: Vec<crate::places::PlaceWrite>) -> Result<(), StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.jobs.send(Job::Places(rows, tx)).map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?
+    }
+
     /// Writes one poll: the fetch, the revision if new, and, when the state
     /// changed, the state, its verdicts and its alert, all or nothing.
     ///
@@ -106,14 +115,17 @@ async fn run(pool: AnyPool, mut rx: mpsc::UnboundedReceiver<Job>) {
     while let Some(first) = rx.recv().await {
         let mut claims = Vec::new();
         let mut commits = Vec::new();
+        let mut places = Vec::new();
         let mut next = Some(first);
         // Whatever queued while the last batch was written goes in this one.
         while let Some(job) = next {
             match job {
                 Job::Claim(c, reply) => claims.push((c, reply)),
                 Job::Commit(c, reply) => commits.push((*c, reply)),
+                Job::Places(rows, reply) => places.push((rows, reply)),
             }
-            next = if claims.len() < MOST && commits.len() < MOST { rx.try_recv().ok() } else { None };
+            let room = claims.len() < MOST && commits.len() < MOST && places.len() < MOST;
+            next = if room { rx.try_recv().ok() } else { None };
         }
         if !claims.is_empty() {
             claim_all(&pool, claims).await;
@@ -121,6 +133,43 @@ async fn run(pool: AnyPool, mut rx: mpsc::UnboundedReceiver<Job>) {
         if !commits.is_empty() {
             commit_all(&pool, commits).await;
         }
+        if !places.is_empty() {
+            places_all(&pool, places).await;
+        }
+    }
+}
+
+/// Writes the places' rows of several polls in one statement per few
+/// hundred rows; should that fail, each poll's alone, so that one poll's
+/// bad row never fails its neighbours'.
+async fn places_all(pool: &AnyPool, jobs: Vec<(Vec<crate::places::PlaceWrite>, Reply<()>)>) {
+    // One row per place: a statement may not update a row twice.
+    let mut all: Vec<crate::places::PlaceWrite> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for w in jobs.iter().flat_map(|(rows, _)| rows).rev() {
+        if seen.insert(w.key()) {
+            all.push(w.clone());
+        }
+    }
+    let mut conn = match pool.acquire().await {
+        Ok(c) => c,
+        Err(e) => {
+            let text = e.to_string();
+            for (_, reply) in jobs {
+                let source = sqlx::Error::Protocol(text.clone());
+                let _ = reply.send(Err(StoreError::Query { doing: "writing places", source }));
+            }
+            return;
+        }
+    };
+    if crate::places::write_rows(&mut conn, &all).await.is_ok() {
+        for (_, reply) in jobs {
+            let _ = reply.send(Ok(()));
+        }
+        return;
+    }
+    for (rows, reply) in jobs {
+        let _ = reply.send(crate::places::write_rows(&mut conn, &rows).await);
     }
 }
 

@@ -170,6 +170,11 @@ impl Monitor {
         robotsgate_crawlers::lint::all(body, &self.catalogue)
     }
 
+    /// Where polls write together.
+    pub(crate) fn batch(&self) -> &crate::batch::Batcher {
+        &self.batch
+    }
+
     /// The fetcher of robots.txt URLs.
     pub(crate) fn fetcher(&self) -> &source::Fetcher {
         &self.fetcher
@@ -244,6 +249,8 @@ impl Monitor {
     }
 
     async fn poll_claimed(&self, site: &Site, row: crate::store::SiteRow) -> Result<PollOutcome, StoreError> {
+        // Never polled before: no place of it is on record either.
+        let first_sight = row.state_id.is_none();
         let mut known = self.known(site, &row).await?;
         let validators = Validators { etag: row.etag.clone(), last_modified: row.last_modified.clone() };
         let mut obs = self.observe(site, &validators).await;
@@ -413,7 +420,7 @@ impl Monitor {
             }
             // The other places crawlers look, judged against this answer;
             // their trouble never fails the poll of the site itself.
-            if let Err(e) = self.check_places(site, &obs).await {
+            if let Err(e) = self.check_places(site, &obs, first_sight).await {
                 tracing::error!(site = %site.name, "checking the site's variants and edge: {e}");
             }
             return Ok(PollOutcome {

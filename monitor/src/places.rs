@@ -146,6 +146,133 @@ pub fn text(rows: &[PlaceRow]) -> String {
     out
 }
 
+/// One `places` row to write, owned, so that a plain one can go to the
+/// group commit ([`crate::batch`]).
+#[derive(Clone, Debug)]
+pub struct PlaceWrite {
+    site: String,
+    place: String,
+    kind: &'static str,
+    must: &'static str,
+    state: String,
+    serves: &'static str,
+    summary: String,
+    findings: String,
+    flips: String,
+    status: Option<i64>,
+    hops: i64,
+    body_hash: Option<String>,
+    origin_hash: Option<String>,
+    cache: String,
+    since: i64,
+    trouble_since: Option<i64>,
+    checked_at: i64,
+}
+
+impl PlaceWrite {
+    /// The row's key: (site, place).
+    pub fn key(&self) -> (String, String) {
+        (self.site.clone(), self.place.clone())
+    }
+
+    fn new(site: &str, s: &Seen, row: Option<&PlaceRow>, p: &Plan, now: i64) -> PlaceWrite {
+        PlaceWrite {
+            site: site.to_string(),
+            place: s.place.clone(),
+            kind: s.kind,
+            must: s.must.as_str(),
+            state: p.state.clone(),
+            serves: s.judgement.serves.key(),
+            summary: s.summary(),
+            findings: s.findings(),
+            flips: s.flips(),
+            status: s.outcome.status.map(i64::from),
+            hops: s.outcome.redirects.len() as i64,
+            body_hash: s.body().map(body_hash),
+            origin_hash: s.origin_body().map(body_hash),
+            cache: s.cache.clone(),
+            since: if p.changed { now } else { row.map_or(now, |r| r.since) },
+            trouble_since: p.trouble_since,
+            checked_at: now,
+        }
+    }
+}
+
+/// Writes `rows` (distinct places) with one statement per few hundred.
+pub async fn write_rows(conn: &mut sqlx::AnyConnection, rows: &[PlaceWrite]) -> Result<(), StoreError> {
+    const COLUMNS: usize = 17;
+    for chunk in rows.chunks(500) {
+        let values: Vec<String> = (0..chunk.len())
+            .map(|r| {
+                format!("({})", (1..=COLUMNS).map(|c| format!("${}", r * COLUMNS + c)).collect::<Vec<_>>().join(", "))
+            })
+            .collect();
+        let sql = format!(
+            "INSERT INTO places (site, place, kind, must, state, serves, summary, findings, flips, status, hops, \
+             body_hash, origin_hash, cache, since, trouble_since, checked_at) VALUES {} \
+             ON CONFLICT (site, place) DO UPDATE SET kind = excluded.kind, must = excluded.must, \
+             state = excluded.state, serves = excluded.serves, summary = excluded.summary, \
+             findings = excluded.findings, flips = excluded.flips, status = excluded.status, hops = excluded.hops, \
+             body_hash = excluded.body_hash, origin_hash = excluded.origin_hash, cache = excluded.cache, \
+             since = excluded.since, trouble_since = excluded.trouble_since, checked_at = excluded.checked_at",
+            values.join(", ")
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for w in chunk {
+            query = query
+                .bind(w.site.clone())
+                .bind(w.place.clone())
+                .bind(w.kind)
+                .bind(w.must)
+                .bind(w.state.clone())
+                .bind(w.serves)
+                .bind(w.summary.clone())
+                .bind(w.findings.clone())
+                .bind(w.flips.clone())
+                .bind(w.status)
+                .bind(w.hops)
+                .bind(w.body_hash.clone())
+                .bind(w.origin_hash.clone())
+                .bind(w.cache.clone())
+                .bind(w.since)
+                .bind(w.trouble_since)
+                .bind(w.checked_at);
+        }
+        query.execute(&mut *conn).await.map_err(q("writing places"))?;
+    }
+    Ok(())
+}
+
+/// What one poll must write of a place, against its row.
+#[derive(Clone, Debug)]
+struct Plan {
+    state: String,
+    changed: bool,
+    trouble_since: Option<i64>,
+    /// The episode whose alert is due (its grace is over).
+    due: Option<i64>,
+    /// The place is back to what it must be after an episode.
+    ended: bool,
+    /// Only `checked_at` moves forward.
+    touch: bool,
+}
+
+/// What to write of `s` against `row`; `None` when nothing.
+fn plan(s: &Seen, row: Option<&PlaceRow>, now: i64) -> Option<Plan> {
+    let state = s.state();
+    let raising = !s.judgement.findings.is_empty();
+    let changed = row.is_none_or(|r| r.state != state);
+    let trouble_since = match (raising, row) {
+        (false, _) => None,
+        (true, Some(r)) => r.trouble_since.or(Some(now)),
+        (true, None) => Some(now),
+    };
+    let due = trouble_since.filter(|t| now - t >= s.grace.as_millis() as i64);
+    let ended = !raising && row.is_some_and(|r| r.trouble_since.is_some());
+    let touch = row.is_some_and(|r| now - r.checked_at >= TOUCH_EVERY_MS);
+    (changed || due.is_some() || ended || touch).then_some(Plan { state, changed, trouble_since, due, ended, touch })
+}
+
 /// One place fetched and judged in this poll.
 struct Seen {
     place: String,
@@ -173,6 +300,14 @@ impl Seen {
 
     fn origin_body(&self) -> Option<&[u8]> {
         self.origin.as_ref().filter(|o| matches!(o.status, Some(200..=299))).map(|o| o.body.as_slice())
+    }
+
+    /// The bodies `place_bodies` keeps of this answer: the edge's public
+    /// body and a variant's canonical file are the site's own revisions;
+    /// a file of a place's own and the origin's copy are kept here.
+    fn kept_bodies(&self) -> Vec<&[u8]> {
+        let own = self.kind != "edge" && !matches!(self.judgement.serves, Serves::Canonical { .. });
+        [if own { self.body() } else { None }, self.origin_body()].into_iter().flatten().collect()
     }
 
     fn state(&self) -> String {
@@ -212,7 +347,14 @@ impl Monitor {
     /// Fetches and judges every other place of `site` against `public`
     /// (this poll's answer at its URL), records what changed and raises or
     /// resolves alerts. Sites without a `url:` have no public URL to vary.
-    pub(crate) async fn check_places(&self, site: &Site, public: &Observation) -> Result<(), StoreError> {
+    /// `first_sight`: the site was never polled before, so no place of it
+    /// is on record and none is read.
+    pub(crate) async fn check_places(
+        &self,
+        site: &Site,
+        public: &Observation,
+        first_sight: bool,
+    ) -> Result<(), StoreError> {
         let Source::Url(url) = site.source() else { return Ok(()) };
         let variants = robotsgate_config::places::variants(&url, &site.variants);
         let edge = self.edge_wanted(site, public);
@@ -228,28 +370,71 @@ impl Monitor {
                 urls.insert(0, root);
             }
         }
+        // The variants and the edge's origin are requests to different
+        // hosts: all at once, so that a poll lasts one fetch timeout more at
+        // most, within the site's lease.
         let fetches = variants.iter().map(|v| self.fetch_variant(v, &url, public));
-        // Variants of one site are a few requests to different hosts: together.
-        let mut seen: Vec<Seen> = futures_util::future::join_all(fetches).await;
+        let edge_fetch = async {
+            match edge {
+                true => self.fetch_edge(site, &url, public).await,
+                false => None,
+            }
+        };
+        let (mut seen, edge_seen): (Vec<Seen>, Option<Seen>) =
+            tokio::join!(futures_util::future::join_all(fetches), edge_fetch);
         for (s, v) in seen.iter_mut().zip(&variants) {
             let ask = Ask { must: v.must, listed: v.listed, edge: false, urls: &urls, agents: &agents };
             s.judgement = rules::coverage::judge(&public.outcome, &s.outcome, false, &ask);
             s.grace = site.variants.grace;
         }
-        if edge && let Some(mut e) = self.fetch_edge(site, &url, public).await {
+        if let Some(mut e) = edge_seen {
             if let Some(origin) = &e.origin {
                 let ask = Ask { must: Must::Same, listed: true, edge: true, urls: &urls, agents: &agents };
                 e.judgement = rules::coverage::judge(origin, &public.outcome, false, &ask);
             }
             seen.push(e);
         }
-        let known = rows(self.store().pool(), &site.name).await?;
+        let known = if first_sight { Vec::new() } else { rows(self.store().pool(), &site.name).await? };
         let now = now_ms();
-        for s in &seen {
-            let row = known.iter().find(|r| r.place == s.place);
-            if let Err(e) = self.record_place(site, s, row, now).await {
-                tracing::error!(site = %site.name, place = %s.place, "recording a place: {e}");
+        let plans: Vec<(&Seen, Option<&PlaceRow>, Plan)> = seen
+            .iter()
+            .filter_map(|s| {
+                let row = known.iter().find(|r| r.place == s.place);
+                plan(s, row, now).map(|p| (s, row, p))
+            })
+            .collect();
+        // A place whose new row is all there is to write (a first sight
+        // with nothing wrong, a touch) goes to the group commit with the
+        // polls' writes; the rest (history, bodies, alerts) in one
+        // transaction for the site.
+        let (plain, full): (Vec<_>, Vec<_>) = plans.into_iter().partition(|(s, row, p)| {
+            !p.ended && p.due.is_none() && (!p.changed || (row.is_none() && s.kept_bodies().is_empty()))
+        });
+        let writes = |list: &[(&Seen, Option<&PlaceRow>, Plan)]| -> Vec<PlaceWrite> {
+            list.iter()
+                .filter(|(_, _, p)| p.changed || p.touch)
+                .map(|(s, row, p)| PlaceWrite::new(&site.name, s, *row, p, now))
+                .collect()
+        };
+        let plain_rows = writes(&plain);
+        if !plain_rows.is_empty() {
+            self.batch().places(plain_rows).await?;
+        }
+        if full.is_empty() {
+            return Ok(());
+        }
+        let plans = full;
+        let mut tx = self.store().pool().begin().await.map_err(q("starting a site's places"))?;
+        write_rows(&mut *tx, &writes(&plans)).await?;
+        let mut queued = Vec::new();
+        for (s, row, p) in &plans {
+            if let Some(subject) = self.record_place(&mut tx, site, s, *row, p, now).await? {
+                queued.push((s.place.clone(), subject));
             }
+        }
+        tx.commit().await.map_err(q("committing a site's places"))?;
+        for (place, subject) in queued {
+            tracing::warn!(site = %site.name, %place, %subject, "alert queued for a place");
         }
         Ok(())
     }
@@ -339,80 +524,42 @@ impl Monitor {
         Some(seen)
     }
 
-    /// Writes a place's new state (with its event and bodies) when it
-    /// changed, and raises or resolves its alert; one transaction.
-    async fn record_place(&self, site: &Site, s: &Seen, row: Option<&PlaceRow>, now: i64) -> Result<(), StoreError> {
-        let state = s.state();
-        let raising = !s.judgement.findings.is_empty();
-        let changed = row.is_none_or(|r| r.state != state);
-        let trouble_since = match (raising, row) {
-            (false, _) => None,
-            (true, Some(r)) => r.trouble_since.or(Some(now)),
-            (true, None) => Some(now),
-        };
-        let due = trouble_since.filter(|t| now - t >= s.grace.as_millis() as i64);
-        let ended = !raising && row.is_some_and(|r| r.trouble_since.is_some());
-        let touch = row.is_some_and(|r| now - r.checked_at >= TOUCH_EVERY_MS);
-        if !changed && due.is_none() && !ended && !touch {
-            return Ok(());
-        }
-        let pool = self.store().pool();
-        let mut tx = pool.begin().await.map_err(q("starting a place's record"))?;
-        if changed || touch {
-            let since = if changed { now } else { row.map_or(now, |r| r.since) };
-            sqlx::query(
-                "INSERT INTO places (site, place, kind, must, state, serves, summary, findings, flips, status, hops, \
-                 body_hash, origin_hash, cache, since, trouble_since, checked_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
-                 ON CONFLICT (site, place) DO UPDATE SET kind = excluded.kind, must = excluded.must, \
-                 state = excluded.state, serves = excluded.serves, summary = excluded.summary, \
-                 findings = excluded.findings, flips = excluded.flips, status = excluded.status, hops = excluded.hops, \
-                 body_hash = excluded.body_hash, origin_hash = excluded.origin_hash, cache = excluded.cache, \
-                 since = excluded.since, trouble_since = excluded.trouble_since, checked_at = excluded.checked_at",
-            )
-            .bind(&site.name)
-            .bind(&s.place)
-            .bind(s.kind)
-            .bind(s.must.as_str())
-            .bind(&state)
-            .bind(s.judgement.serves.key())
-            .bind(s.summary())
-            .bind(s.findings())
-            .bind(s.flips())
-            .bind(s.outcome.status.map(i64::from))
-            .bind(s.outcome.redirects.len() as i64)
-            .bind(s.body().map(body_hash))
-            .bind(s.origin_body().map(body_hash))
-            .bind(&s.cache)
-            .bind(since)
-            .bind(trouble_since)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(q("writing a place"))?;
-        }
+    /// Writes a place's new state (with its event and bodies) as `plan`
+    /// says, and raises or resolves its alert, in the site's transaction;
+    /// the subject of what it queued.
+    async fn record_place(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        site: &Site,
+        s: &Seen,
+        row: Option<&PlaceRow>,
+        plan: &Plan,
+        now: i64,
+    ) -> Result<Option<String>, StoreError> {
+        let Plan { changed, due, ended, .. } = plan.clone();
         if changed {
-            sqlx::query(
-                "INSERT INTO place_events (site, place, at, state, summary, findings, status, body_hash, origin_hash, cache) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            )
-            .bind(&site.name)
-            .bind(&s.place)
-            .bind(now)
-            .bind(&state)
-            .bind(s.summary())
-            .bind(s.findings())
-            .bind(s.outcome.status.map(i64::from))
-            .bind(s.body().map(body_hash))
-            .bind(s.origin_body().map(body_hash))
-            .bind(&s.cache)
-            .execute(&mut *tx)
-            .await
-            .map_err(q("writing a place's event"))?;
-            // The edge's public body is the site's own revision; the
-            // others are kept here.
-            let keep = [if s.kind == "edge" { None } else { s.body() }, s.origin_body()];
-            for body in keep.into_iter().flatten() {
+            // The state the place leaves goes to its history; the current
+            // one is the `places` row (so a first sight writes no event).
+            if let Some(old) = row {
+                sqlx::query(
+                    "INSERT INTO place_events (site, place, at, state, summary, findings, status, body_hash, origin_hash, cache) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                )
+                .bind(&site.name)
+                .bind(&s.place)
+                .bind(old.since)
+                .bind(&old.state)
+                .bind(&old.summary)
+                .bind(&old.findings)
+                .bind(old.status)
+                .bind(&old.body_hash)
+                .bind(&old.origin_hash)
+                .bind(&old.cache)
+                .execute(&mut **tx)
+                .await
+                .map_err(q("writing a place's event"))?;
+            }
+            for body in s.kept_bodies() {
                 sqlx::query(
                     "INSERT INTO place_bodies (site, hash, body, first_seen) VALUES ($1, $2, $3, $4) \
                      ON CONFLICT (site, hash) DO NOTHING",
@@ -421,7 +568,7 @@ impl Monitor {
                 .bind(body_hash(body))
                 .bind(body.to_vec())
                 .bind(now)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await
                 .map_err(q("keeping a place's body"))?;
             }
@@ -436,17 +583,17 @@ impl Monitor {
             .bind(&s.place)
             .bind(episode)
             .bind(now)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await
             .map_err(q("claiming a place's alert"))?;
             if let Some(r) = claimed {
                 let id: i64 = r.try_get("id").map_err(q("reading a place alert's id"))?;
-                let alert = self.place_alert(site, s, episode, &mut tx).await?;
+                let alert = self.place_alert(site, s, episode, tx).await?;
                 let severity =
                     if s.judgement.flips.is_empty() { AlertSeverity::Warning } else { AlertSeverity::Critical };
                 let channels = self.channels_for(&site.name, severity);
                 let a = QueuedAlert { alert: &alert, severity: severity.as_str(), channels: &channels, kind: "place" };
-                queue_alert(&mut tx, &site.name, -id, now, &a).await?;
+                queue_alert(tx, &site.name, -id, now, &a).await?;
                 queued = Some(alert.0);
             }
         }
@@ -457,7 +604,7 @@ impl Monitor {
             .bind(now)
             .bind(&site.name)
             .bind(&s.place)
-            .fetch_all(&mut *tx)
+            .fetch_all(&mut **tx)
             .await
             .map_err(q("resolving a place's alert"))?;
             if let Some(r) = resolved.first() {
@@ -471,15 +618,11 @@ impl Monitor {
                     channels: &channels,
                     kind: "place-resolved",
                 };
-                queue_alert(&mut tx, &site.name, -id, now, &a).await?;
+                queue_alert(tx, &site.name, -id, now, &a).await?;
                 queued = Some(notice.0);
             }
         }
-        tx.commit().await.map_err(q("committing a place's record"))?;
-        if let Some(subject) = queued {
-            tracing::warn!(site = %site.name, place = %s.place, %subject, "alert queued for a place");
-        }
-        Ok(())
+        Ok(queued)
     }
 
     /// The alert of a place off what it must be: (subject, text, HTML).
@@ -492,10 +635,13 @@ impl Monitor {
     ) -> Result<(String, String, String), StoreError> {
         let findings: Vec<String> = s.judgement.findings.iter().map(ToString::to_string).collect();
         let first = findings.first().cloned().unwrap_or_default();
-        let subject = if s.kind == "edge" {
-            format!("[robotsgate] {}: the edge serves another robots.txt than the origin", site.name)
-        } else {
-            format!("[robotsgate] {}: {} {}", site.name, s.place, s.judgement.serves.key())
+        let subject = match s.judgement.findings.first() {
+            Some(rules::coverage::Finding::Stale) => {
+                format!("[robotsgate] {}: the edge serves another robots.txt than the origin", site.name)
+            }
+            Some(f) if s.kind == "edge" => format!("[robotsgate] {}: the edge {}", site.name, f.short()),
+            Some(f) => format!("[robotsgate] {}: {} {}", site.name, s.place, f.short()),
+            None => format!("[robotsgate] {}: {} {}", site.name, s.place, s.judgement.serves.key()),
         };
         let mut text = String::new();
         let where_ = if s.kind == "edge" { "At the edge".to_string() } else { format!("At {}", s.place) };

@@ -186,6 +186,22 @@ impl Finding {
     }
 }
 
+impl Finding {
+    /// A few words for an alert's subject, after the place's name.
+    pub fn short(&self) -> &'static str {
+        match self {
+            Finding::Opens => "serves no file: every URL opens",
+            Finding::Closes => "shuts crawlers out",
+            Finding::OwnFile => "serves a file of its own",
+            Finding::Html => "serves HTML as robots.txt",
+            Finding::NotRedirect => "does not redirect",
+            Finding::Answers => "answers though it must not",
+            Finding::BrokenChain => "has a broken redirect chain",
+            Finding::Stale => "serves a stale copy",
+        }
+    }
+}
+
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -425,7 +425,7 @@ impl Monitor {
         }
         let plans = full;
         let mut tx = self.store().pool().begin().await.map_err(q("starting a site's places"))?;
-        write_rows(&mut *tx, &writes(&plans)).await?;
+        write_rows(&mut tx, &writes(&plans)).await?;
         let mut queued = Vec::new();
         for (s, row, p) in &plans {
             if let Some(subject) = self.record_place(&mut tx, site, s, *row, p, now).await? {

@@ -139,8 +139,7 @@ async fn run(pool: AnyPool, mut rx: mpsc::UnboundedReceiver<Job>) {
     }
 }
 
-/// Writes the places' rows of several polls in one statement per few
-/// hundred rows; should that fail, each poll's alone, so that one poll's
+/// Writes the places' rows of several polls together; should that fail, each poll's alone, so that one poll's
 /// bad row never fails its neighbours'.
 async fn places_all(pool: &AnyPool, jobs: Vec<(Vec<crate::places::PlaceWrite>, Reply<()>)>) {
     // One row per place: a statement may not update a row twice.

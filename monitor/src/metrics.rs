@@ -165,7 +165,7 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
     // its variants (at most four by default) and listed hosts.
     let serves = gauge(
         "robotsgate_place_serves",
-        "1 for what each host variant or the edge serves (same, redirect, additions, own, html, no-file, broken-redirect, unavailable, not-served)",
+        "1 for what each host variant or the edge serves (same, redirect, additions, own, html, no-file, broken-redirect, unavailable, not-served, unknown)",
         &["site", "place", "serves"],
     );
     let off = gauge(

@@ -182,7 +182,7 @@ impl PlaceWrite {
             kind: s.kind,
             must: s.must.as_str(),
             state: p.state.clone(),
-            serves: s.judgement.serves.key(),
+            serves: s.serves_key(),
             summary: s.summary(),
             findings: s.findings(),
             flips: s.flips(),
@@ -318,14 +318,28 @@ impl Seen {
         let status = self.outcome.status.map_or_else(|| "-".to_string(), |s| s.to_string());
         format!(
             "{}|{}|{status}|{}|{}",
-            self.judgement.serves.key(),
+            self.serves_key(),
             self.judgement.findings_key(),
             hash(self.body()),
             hash(self.origin_body())
         )
     }
 
+    /// The edge could not be compared: no origin copy was read.
+    fn unknown(&self) -> bool {
+        self.kind == "edge" && self.origin.is_none()
+    }
+
+    /// What it serves, as a key; `unknown` for an edge with no origin copy
+    /// to compare, which is never called the same.
+    fn serves_key(&self) -> &'static str {
+        if self.unknown() { "unknown" } else { self.judgement.serves.key() }
+    }
+
     fn summary(&self) -> String {
+        if self.unknown() {
+            return self.note.clone().unwrap_or_else(|| "unknown: no origin copy to compare".into());
+        }
         let mut s = self.judgement.serves.to_string();
         if let Some(note) = &self.note {
             let _ = write!(s, " ({note})");

@@ -166,6 +166,31 @@ fn a_cache_busting_request_reads_the_origin() {
     assert_eq!(place_alerts(&database, "place"), 1);
 }
 
+/// A CDN that keys its cache on the path alone answers the cache-busting
+/// request from its copy too: the edge is "unknown", never "the same".
+#[test]
+fn a_cdn_ignoring_the_query_leaves_the_edge_unknown() {
+    let dir = temp_dir("places-edge-unknown");
+    let Some(database) = fresh_database(Db::Sqlite, &dir) else { return };
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(A));
+    let port = free_port();
+    let Some(_nginx) = cdn(&dir, port, &origin, "proxy_cache_key $scheme$proxy_host$uri;") else { return };
+    let config = write_config(
+        &dir,
+        &format!("database: {database}\nsites:\n  - name: shop\n    url: http://127.0.0.1:{port}/robots.txt\n    edge: {{ check: on, grace: 0s }}\n"),
+    );
+    for _ in 0..2 {
+        assert!(monitor(&config, &["once"]).status.success());
+    }
+    origin.set("/robots.txt", Reply::ok(B));
+    assert!(monitor(&config, &["once"]).status.success());
+    assert_eq!(scalar_text(&database, "SELECT serves FROM places WHERE place = 'edge'"), "unknown");
+    let summary = scalar_text(&database, "SELECT summary FROM places WHERE place = 'edge'");
+    assert!(summary.starts_with("unknown: the cache answered") && summary.contains("edge.origin"), "{summary}");
+    assert_eq!(place_alerts(&database, "place"), 0, "no evidence, no alert");
+}
+
 /// A CDN that adds lines of its own (a managed robots.txt) is shown as its
 /// additions, not as a stale copy.
 #[test]

@@ -12,7 +12,8 @@ pub(crate) struct PlaceView {
     /// What it must be: `same`, `redirect`, `own` or `absent`.
     pub(super) must: String,
     /// What it serves, as a key: `same`, `redirect`, `additions`, `own`,
-    /// `html`, `no-file`, `broken-redirect`, `unavailable`, `not-served`.
+    /// `html`, `no-file`, `broken-redirect`, `unavailable`, `not-served`, or
+    /// `unknown` for an edge whose origin copy could not be read apart.
     pub(super) serves: String,
     /// What a crawler gets there, in words.
     pub(super) summary: String,

@@ -178,7 +178,9 @@ fn a_cdn_ignoring_the_query_leaves_the_edge_unknown() {
     let Some(_nginx) = cdn(&dir, port, &origin, "proxy_cache_key $scheme$proxy_host$uri;") else { return };
     let config = write_config(
         &dir,
-        &format!("database: {database}\nsites:\n  - name: shop\n    url: http://127.0.0.1:{port}/robots.txt\n    edge: {{ check: on, grace: 0s }}\n"),
+        &format!(
+            "database: {database}\nsites:\n  - name: shop\n    url: http://127.0.0.1:{port}/robots.txt\n    edge: {{ check: on, grace: 0s }}\n"
+        ),
     );
     for _ in 0..2 {
         assert!(monitor(&config, &["once"]).status.success());

@@ -6,6 +6,8 @@
 //! `http.connect_to` as a resolver override. The real `robots-monitor`
 //! binary polls; the database (SQLite and PostgreSQL) says what it raised.
 
+#[path = "support/browser.rs"]
+mod browser;
 mod support;
 
 use std::io::{Read, Write};
@@ -454,6 +456,42 @@ fn variants_broken(db: Db) {
             .contains("robotsgate_place_off_seconds{finding=\"none\",place=\"http://www.shop.test\",site=\"shop\"} 0"),
         "{metrics}"
     );
+
+    // The matrix as a reader sees it, in Chromium (once: the page is the
+    // same whatever the database).
+    if db != Db::Sqlite {
+        return;
+    }
+    let Some((_driver, driver_port)) = browser::chromedriver() else { return };
+    block_on(async {
+        use fantoccini::Locator;
+        let c = browser::browser(driver_port).await;
+        c.goto(&format!("http://{addr}/sites/shop")).await.unwrap();
+        c.wait().for_element(Locator::Id("variants")).await.expect("the variants matrix");
+        let staging = c.find(Locator::Css("td[data-place='https://www.shop.test']")).await.expect("the www. cell");
+        assert_eq!(staging.attr("class").await.unwrap().as_deref(), Some("off"));
+        let words = staging.text().await.unwrap();
+        assert!(words.contains("a file of its own") && words.contains("must be same"), "{words}");
+        let fine = c.find(Locator::Css("td[data-place='http://www.shop.test']")).await.expect("the http://www. cell");
+        assert_eq!(fine.attr("class").await.unwrap().as_deref(), Some("ok"));
+        let canonical = c.find(Locator::Css("td.canonical")).await.expect("the canonical cell");
+        assert_eq!(canonical.text().await.unwrap(), "the canonical file");
+        // The verdicts that differ open from their summary.
+        let summary = "td[data-place='https://www.shop.test'] details summary";
+        let differs = c.find(Locator::Css(summary)).await.expect("the differing verdicts' summary");
+        assert!(differs.text().await.unwrap().contains("differ"));
+        differs.click().await.unwrap();
+        let mut list = Vec::new();
+        for li in c.find_all(Locator::Css("td[data-place='https://www.shop.test'] details li")).await.unwrap() {
+            list.push(li.text().await.unwrap());
+        }
+        assert!(
+            list.iter().any(|l| l.starts_with("https://shop.test/products/1 for Googlebot: disallowed")),
+            "{list:?}"
+        );
+        assert!(list.iter().any(|l| l.starts_with("https://shop.test/ for Googlebot: disallowed")), "{list:?}");
+        c.close().await.unwrap();
+    });
 }
 
 #[test]

@@ -118,7 +118,12 @@ pub fn text(rows: &[PlaceRow]) -> String {
     }
     out.push_str("Where crawlers look:\n");
     for r in rows {
-        let verdict = if r.trouble_since.is_some() { "OFF" } else { "ok" };
+        // No evidence either way (an edge with no origin copy) is not "ok".
+        let verdict = match (r.trouble_since, r.serves.as_str()) {
+            (Some(_), _) => "OFF",
+            (None, "unknown") => "?",
+            (None, _) => "ok",
+        };
         let _ = writeln!(out, "  {:<3} {}: {}", verdict, r.place, r.summary);
         let _ = writeln!(
             out,

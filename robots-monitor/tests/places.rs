@@ -193,6 +193,13 @@ fn a_cdn_ignoring_the_query_leaves_the_edge_unknown() {
     let summary = scalar_text(&database, "SELECT summary FROM places WHERE place = 'edge'");
     assert!(summary.starts_with("unknown: the cache answered") && summary.contains("edge.origin"), "{summary}");
     assert_eq!(place_alerts(&database, "place"), 0, "no evidence, no alert");
+    // No surface calls it fine either.
+    let show = String::from_utf8_lossy(&monitor(&config, &["show", "shop"]).stdout).into_owned();
+    assert!(show.contains("?   edge: unknown: the cache answered"), "{show}");
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let _console = serve(&config, addr, None);
+    let page = request(addr, "GET", "console", "/sites/shop", &[]).expect("the page").text();
+    assert!(page.contains("<p class=\"unknown\">At the edge, crawlers get unknown: the cache answered"), "{page}");
 }
 
 /// A CDN that adds lines of its own (a managed robots.txt) is shown as its

@@ -354,7 +354,7 @@ impl crate::Site {
         }
         let agents =
             catalogue.crawlers().iter().filter(|c| c.purpose == Purpose::Search).map(|c| c.token.clone()).collect();
-        rules::gate::Floor { urls, agents }
+        rules::gate::Floor { urls, agents, listed: Default::default() }
     }
 }
 

@@ -73,6 +73,10 @@ pub struct Floor {
     pub urls: Vec<String>,
     /// The crawlers they must not close for: the search crawlers.
     pub agents: Vec<String>,
+    /// The URLs the site's sitemaps list, when the site asks that they stay
+    /// open too (`sitemaps: { keep_open: true }`); shared, as a gateway
+    /// judges with the same list until its sitemaps are read again.
+    pub listed: std::sync::Arc<Vec<String>>,
 }
 
 /// Why a declaration is checked.
@@ -82,6 +86,29 @@ pub enum Declared {
     Pin,
     /// The floor: a search crawler losing the root or a set's first URL.
     Floor,
+    /// The floor's sitemap URLs: a search crawler losing URLs the site's
+    /// sitemaps list.
+    Sitemap,
+}
+
+impl Declared {
+    /// `pin`, `floor` or `sitemap`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Declared::Pin => "pin",
+            Declared::Floor => "floor",
+            Declared::Sitemap => "sitemap",
+        }
+    }
+}
+
+/// How many listed URLs a sitemap breach stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Listed {
+    /// URLs the change closes for this crawler and line.
+    pub closed: u64,
+    /// URLs the sitemaps list.
+    pub of: u64,
 }
 
 /// One declaration the new outcome breaks.
@@ -99,13 +126,19 @@ pub struct Breach {
     pub old: Decision,
     /// Its verdict under the new outcome, with the deciding line.
     pub new: Decision,
+    /// For a sitemap breach, how many listed URLs it stands for (`url` is
+    /// the first of them).
+    pub listed: Option<Listed>,
 }
 
 impl std::fmt::Display for Breach {
     /// "it disallows / for Googlebot (line 3: Disallow: /)".
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let verb = if self.new.allowed { "allows" } else { "disallows" };
-        write!(f, "it {verb} {} for {}", self.url, self.agent)?;
+        match self.listed {
+            Some(l) => write!(f, "it {verb} {} for {}", listed_urls(l, &self.url), self.agent)?,
+            None => write!(f, "it {verb} {} for {}", self.url, self.agent)?,
+        }
         match (&self.new.rule, &self.new.reason) {
             (Some(r), _) => write!(f, " (line {}: {}: {})", r.line, r.kind, r.pattern)?,
             (None, Some(reason)) => write!(f, " ({reason})")?,
@@ -114,8 +147,19 @@ impl std::fmt::Display for Breach {
         match self.declared {
             Declared::Pin => write!(f, "; pinned {}", self.expect),
             Declared::Floor => write!(f, "; the last good copy allowed it"),
+            Declared::Sitemap => write!(f, "; the sitemaps list them and the last good copy allowed them"),
         }
     }
+}
+
+/// "1,204 of 48,000 sitemap URLs (first /products/1)".
+fn listed_urls(l: Listed, first: &str) -> String {
+    let noun = if l.of == 1 { "sitemap URL" } else { "sitemap URLs" };
+    format!(
+        "{} of {} {noun} (first {first})",
+        crate::sitemap::thousands(l.closed),
+        crate::sitemap::thousands(l.of)
+    )
 }
 
 /// What a site does with a change that breaks a declaration.
@@ -172,7 +216,7 @@ pub fn no_file_status(new: &Policy, fetched: Option<u16>) -> Option<u16> {
 /// let file = |b: &str| Policy::from_fetch(&FetchOutcome::status(200).with_body(b.as_bytes().to_vec()));
 /// let old = file("User-agent: *\nDisallow: /admin\n");
 /// let new = file("User-agent: *\nDisallow: /\n");
-/// let floor = Floor { urls: vec!["/".into()], agents: vec!["Googlebot".into()] };
+/// let floor = Floor { urls: vec!["/".into()], agents: vec!["Googlebot".into()], ..Default::default() };
 /// let found = breaches(&old, &new, &[], &floor);
 /// assert_eq!(found[0].to_string(), "it disallows / for Googlebot (line 2: Disallow: /); the last good copy allowed it");
 /// ```
@@ -200,6 +244,7 @@ pub fn breaches(old: &Policy, new: &Policy, pins: &[Pin], floor: &Floor) -> Vec<
             declared,
             old: before.into(),
             new: after.into(),
+            listed: None,
         });
     };
     for pin in pins {
@@ -215,9 +260,39 @@ pub fn breaches(old: &Policy, new: &Policy, pins: &[Pin], floor: &Floor) -> Vec<
             check(url, agent, Expect::Allowed, Declared::Floor);
         }
     }
+    if !floor.listed.is_empty() {
+        sitemap_breaches(old, new, pins, floor, &mut out);
+    }
     // The site's root first: losing it is the disaster an alert opens with.
     out.sort_by_key(|b| &*crate::target::path_of(b.url.as_bytes()) != b"/");
     out
+}
+
+/// The floor's sitemap URLs that `new` closes and `old` kept open: one
+/// breach per crawler and deciding line, standing for all its URLs. A
+/// crawler pinned `disallowed` on a URL is the owner's word for that URL.
+fn sitemap_breaches(old: &Policy, new: &Policy, pins: &[Pin], floor: &Floor, out: &mut Vec<Breach>) {
+    let found = crate::sitemap::conflicts(Some(old), new, &floor.listed, &floor.agents);
+    for group in &found.groups {
+        for agent in &group.agents {
+            let pinned = |u: &String| {
+                pins.iter().any(|p| &p.url == u && p.agent.eq_ignore_ascii_case(agent) && p.expect == Expect::Disallowed)
+            };
+            let Some(url) = group.sample.iter().find(|u| !pinned(u)) else { continue };
+            if out.iter().any(|b| &b.url == url && b.agent == *agent) {
+                continue;
+            }
+            out.push(Breach {
+                url: url.clone(),
+                agent: agent.clone(),
+                expect: Expect::Allowed,
+                declared: Declared::Sitemap,
+                old: old.verdict(agent, url).into(),
+                new: new.verdict(agent, url).into(),
+                listed: Some(Listed { closed: group.count, of: found.listed }),
+            });
+        }
+    }
 }
 
 /// Breaches that say one thing: the same page (the same path, however the
@@ -239,7 +314,7 @@ const NAMED: usize = 3;
 impl Group<'_> {
     fn crawlers(&self) -> &'static str {
         match self.first.declared {
-            Declared::Floor => "search crawlers",
+            Declared::Floor | Declared::Sitemap => "search crawlers",
             Declared::Pin => "crawlers",
         }
     }
@@ -256,6 +331,15 @@ impl Group<'_> {
         match self.first.declared {
             Declared::Pin => format!("pinned {}", self.first.expect),
             Declared::Floor => "the last good copy allowed it".to_string(),
+            Declared::Sitemap => "the sitemaps list them and the last good copy allowed them".to_string(),
+        }
+    }
+
+    /// The page, or for sitemap URLs how many.
+    fn what(&self) -> String {
+        match self.first.listed {
+            Some(l) => listed_urls(l, &self.first.url),
+            None => self.first.url.clone(),
         }
     }
 
@@ -276,7 +360,7 @@ impl Group<'_> {
         let others = self.agents.len() - 1;
         let other =
             if others == 1 { self.crawlers().trim_end_matches('s').to_string() } else { self.crawlers().to_string() };
-        format!("it {verb} {} for {} and {others} other {other} ({why}); {}", b.url, self.agents[0], self.declared())
+        format!("it {verb} {} for {} and {others} other {other} ({why}); {}", self.what(), self.agents[0], self.declared())
     }
 }
 
@@ -286,7 +370,7 @@ impl std::fmt::Display for Group<'_> {
     /// allowed it".
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let verdict = if self.first.new.allowed { "allowed" } else { "disallowed" };
-        write!(f, "{} {verdict} for ", self.first.url)?;
+        write!(f, "{} {verdict} for ", self.what())?;
         match self.agents.as_slice() {
             [one] => f.write_str(one)?,
             many => {
@@ -350,7 +434,11 @@ mod tests {
     }
 
     fn floor() -> Floor {
-        Floor { urls: vec!["/".into(), "/products/1".into()], agents: vec!["Googlebot".into(), "bingbot".into()] }
+        Floor {
+            urls: vec!["/".into(), "/products/1".into()],
+            agents: vec!["Googlebot".into(), "bingbot".into()],
+            listed: Default::default(),
+        }
     }
 
     fn pin(url: &str, agent: &str, expect: Expect) -> Pin {
@@ -416,6 +504,29 @@ mod tests {
         let new = file("User-agent: Googlebot\nDisallow: /\n");
         let pins = [pin("/", "Googlebot", Expect::Disallowed), pin("/products/1", "Googlebot", Expect::Disallowed)];
         assert!(breaches(&old, &new, &pins, &floor()).is_empty());
+    }
+
+    #[test]
+    fn closing_listed_urls_breaks_the_floor_once_per_line_and_crawler() {
+        let old = file("User-agent: *\nDisallow: /admin\n");
+        let new = file("User-agent: *\nDisallow: /admin\nDisallow: /products/\n");
+        let listed: Vec<String> = (0..1000).map(|i| format!("https://s/products/{i}")).chain(["https://s/".into()]).collect();
+        let floor = Floor { urls: vec!["/".into()], listed: std::sync::Arc::new(listed), ..floor() };
+        let found = breaches(&old, &new, &[], &floor);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found.iter().all(|b| b.declared == Declared::Sitemap));
+        assert_eq!(
+            summary(&found),
+            "it disallows 1,000 of 1,001 sitemap URLs (first https://s/products/0) for Googlebot and 1 other search crawler (line 3: Disallow: /products/); the sitemaps list them and the last good copy allowed them"
+        );
+        // URLs already closed are no breach; a pin `disallowed` is the owner's word.
+        assert!(breaches(&new, &new, &[], &floor).is_empty());
+        let pins: Vec<Pin> = (0..1000)
+            .flat_map(|i| {
+                ["Googlebot", "bingbot"].map(|a| pin(&format!("https://s/products/{i}"), a, Expect::Disallowed))
+            })
+            .collect();
+        assert!(breaches(&old, &new, &pins, &floor).iter().all(|b| b.declared != Declared::Sitemap));
     }
 
     #[test]

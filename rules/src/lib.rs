@@ -77,6 +77,7 @@ pub mod reference;
 mod robots;
 mod ruleset;
 pub mod scope;
+pub mod sitemap;
 pub mod target;
 mod verdict;
 

@@ -248,6 +248,19 @@ impl<'r> Agent<'r> {
         self.deciding_rule(path).is_none_or(|rule| rule.is_allow())
     }
 
+    /// The merged rule set this crawler obeys, if any: two crawlers with
+    /// the same set get the same verdict for every path.
+    pub(crate) fn set_index(&self) -> Option<u32> {
+        self.set
+    }
+
+    /// The deciding rule's line and whether it allows, without the
+    /// verdict's group lookups: `None` when no rule decides (allowed).
+    #[inline]
+    pub(crate) fn decide_line(&self, path: &[u8]) -> Option<(u32, bool)> {
+        self.deciding_rule(path).map(|r| (r.line(), r.is_allow()))
+    }
+
     /// The rule of this crawler's group that decides `path`, if it has a
     /// group and a rule with a non-empty pattern matches.
     #[inline]

@@ -19,7 +19,6 @@ use std::collections::HashMap;
 
 use crate::flip::DecidingRule;
 use crate::policy::{Policy, Reason};
-use crate::robots::Agent;
 use crate::target::path_of;
 
 /// How many URLs a conflict keeps as its sample.
@@ -122,39 +121,23 @@ impl Conflicts {
     }
 }
 
-/// How one crawler reads a policy.
-#[derive(Clone, Copy, Debug)]
-enum Lane<'p> {
-    Rules(Agent<'p>),
-    /// No rules: allowed or not for every URL, for this reason.
-    All(bool, Reason),
+/// How one crawler reads a policy: its product token, and for a policy of
+/// rules the merged set it obeys (crawlers with one set share a lane).
+fn lane_key(policy: &Policy, agent: &str) -> (u8, u32) {
+    match policy {
+        Policy::Rules(r) => (0, r.crawler(agent).set_index().map_or(u32::MAX, |s| s)),
+        Policy::AllowAll(_) => (1, 0),
+        Policy::DisallowAll(_) => (2, 0),
+    }
 }
 
-impl Lane<'_> {
-    fn of<'p>(policy: &'p Policy, agent: &str) -> Lane<'p> {
-        match policy {
-            Policy::Rules(r) => Lane::Rules(r.crawler(agent)),
-            Policy::AllowAll(r) => Lane::All(true, *r),
-            Policy::DisallowAll(r) => Lane::All(false, *r),
-        }
-    }
-
-    /// What tells this lane apart from another: lanes with one key give
-    /// every path the same verdict.
-    fn key(&self) -> (u8, u32) {
-        match self {
-            Lane::Rules(a) => (0, a.set_index().map_or(u32::MAX, |s| s)),
-            Lane::All(allowed, _) => (1 + u8::from(*allowed), 0),
-        }
-    }
-
-    /// Allowed, and the deciding line (0 for none, or no rules).
-    #[inline]
-    fn decide(&self, path: &[u8]) -> (bool, u32) {
-        match self {
-            Lane::Rules(a) => a.decide_line(path).map_or((true, 0), |(line, allow)| (allow, line)),
-            Lane::All(allowed, _) => (*allowed, 0),
-        }
+/// Allowed, and the deciding line (0 for none, or no rules).
+#[inline]
+fn decide(policy: &Policy, agent: &str, path: &[u8]) -> (bool, u32) {
+    match policy {
+        Policy::Rules(r) => r.crawler(agent).decide_line(path).map_or((true, 0), |(line, allow)| (allow, line)),
+        Policy::AllowAll(_) => (true, 0),
+        Policy::DisallowAll(_) => (false, 0),
     }
 }
 
@@ -168,7 +151,7 @@ type Key = (u32, u128);
 /// use rules::{FetchOutcome, Policy};
 /// use rules::sitemap::Tally;
 /// let robots = Policy::from_fetch(&FetchOutcome::status(200).with_body(b"User-agent: *\nDisallow: /products/\n".to_vec()));
-/// let mut tally = Tally::new(None, &robots, &["Googlebot", "bingbot"]);
+/// let mut tally = Tally::new(None, robots, &["Googlebot", "bingbot"]);
 /// for url in ["https://s/", "https://s/products/1", "https://s/products/2"] {
 ///     tally.add(url);
 /// }
@@ -178,11 +161,13 @@ type Key = (u32, u128);
 ///     "2 of 3 sitemap URLs are disallowed for Googlebot and 1 other search crawler (line 2: `Disallow: /products/`)");
 /// ```
 #[derive(Debug)]
-pub struct Tally<'p> {
-    new: &'p Policy,
+pub struct Tally {
+    old: Option<Policy>,
+    new: Policy,
     agents: Vec<String>,
-    /// Distinct (old, new) lanes, and the lane of each agent.
-    lanes: Vec<(Option<Lane<'p>>, Lane<'p>)>,
+    /// One crawler of each distinct (old, new) lane, and the lane of each
+    /// agent.
+    lanes: Vec<String>,
     lane_of: Vec<usize>,
     listed: u64,
     closed: u64,
@@ -192,24 +177,27 @@ pub struct Tally<'p> {
     scratch: Vec<(u32, u128)>,
 }
 
-impl<'p> Tally<'p> {
+impl Tally {
     /// A tally of URLs `new` disallows for `agents`; with `old`, only those
-    /// `old` allowed (what a change closes).
-    pub fn new<A: AsRef<str>>(old: Option<&'p Policy>, new: &'p Policy, agents: &[A]) -> Tally<'p> {
-        let mut lanes: Vec<(Option<Lane<'p>>, Lane<'p>)> = Vec::new();
+    /// `old` allowed (what a change closes). Policies are cheap to clone
+    /// (the rules are shared), and owning them lets a tally run on a
+    /// reading thread of its own.
+    pub fn new<A: AsRef<str>>(old: Option<Policy>, new: Policy, agents: &[A]) -> Tally {
+        let mut lanes: Vec<String> = Vec::new();
         let mut keys: Vec<(Option<(u8, u32)>, (u8, u32))> = Vec::new();
         let mut lane_of = Vec::with_capacity(agents.len());
         for agent in agents {
-            let pair = (old.map(|o| Lane::of(o, agent.as_ref())), Lane::of(new, agent.as_ref()));
-            let key = (pair.0.as_ref().map(Lane::key), pair.1.key());
+            let agent = agent.as_ref();
+            let key = (old.as_ref().map(|o| lane_key(o, agent)), lane_key(&new, agent));
             let at = keys.iter().position(|k| *k == key).unwrap_or_else(|| {
                 keys.push(key);
-                lanes.push(pair);
+                lanes.push(agent.to_string());
                 keys.len() - 1
             });
             lane_of.push(at);
         }
         Tally {
+            old,
             new,
             agents: agents.iter().map(|a| a.as_ref().to_string()).collect(),
             lanes,
@@ -230,9 +218,9 @@ impl<'p> Tally<'p> {
         }
         let path = path_of(url.as_bytes());
         self.scratch.clear();
-        for (i, (old, new)) in self.lanes.iter().enumerate() {
-            let (allowed, line) = new.decide(&path);
-            if allowed || old.as_ref().is_some_and(|o| !o.decide(&path).0) {
+        for (i, agent) in self.lanes.iter().enumerate() {
+            let (allowed, line) = decide(&self.new, agent, &path);
+            if allowed || self.old.as_ref().is_some_and(|o| !decide(o, agent, &path).0) {
                 continue;
             }
             // Lanes past 128 share bits: coarser groups, never a lost URL.
@@ -268,13 +256,13 @@ impl<'p> Tally<'p> {
     /// A new conflict, its deciding rule looked up in full once.
     fn first(&self, (_, mask): Key, path: &[u8], url: &str) -> Conflict {
         let lane = (0..self.lanes.len()).find(|i| mask & (1u128 << (i % 128)) != 0).unwrap_or(0);
-        let decided = match self.lanes.get(lane).map(|l| l.1) {
-            Some(Lane::Rules(a)) => match a.check_path(path).rule {
+        let decided = match (&self.new, self.lanes.get(lane)) {
+            (Policy::Rules(r), Some(agent)) => match r.crawler(agent).check_path(path).rule {
                 Some(r) => Decided::Rule(r.into()),
                 None => Decided::Reason(Reason::ClientError(404)),
             },
-            Some(Lane::All(_, reason)) => Decided::Reason(reason),
-            None => Decided::Reason(Reason::ClientError(404)),
+            (Policy::AllowAll(reason) | Policy::DisallowAll(reason), _) => Decided::Reason(*reason),
+            (Policy::Rules(_), None) => Decided::Reason(Reason::ClientError(404)),
         };
         let agents = self
             .agents
@@ -313,7 +301,7 @@ pub fn conflicts<U: AsRef<str>, A: AsRef<str>>(
     urls: &[U],
     agents: &[A],
 ) -> Conflicts {
-    let mut tally = Tally::new(old, new, agents);
+    let mut tally = Tally::new(old.cloned(), new.clone(), agents);
     for u in urls {
         tally.add(u.as_ref());
     }

@@ -184,8 +184,9 @@ impl Fetcher {
         Ok(Fetcher { plain, steered })
     }
 
-    /// The client for a URL.
-    fn client_for(&self, url: &reqwest::Url) -> &reqwest::Client {
+    /// The client for a URL: steered when `http.connect_to` names its
+    /// host, the plain one otherwise. Redirects are never followed by it.
+    pub fn client_for(&self, url: &reqwest::Url) -> &reqwest::Client {
         let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else { return &self.plain };
         if url.port().is_none()
             && let Some((_, _, c)) =
@@ -359,6 +360,12 @@ async fn read_capped(mut response: reqwest::Response) -> (Vec<u8>, bool, Option<
             Err(e) => return (body, false, Some(classify(&e))),
         }
     }
+}
+
+/// What kind of transport failure a request error is ("timed out",
+/// "connection refused", …), said without the URL.
+pub fn describe(e: &reqwest::Error) -> String {
+    classify(e).to_string()
 }
 
 fn classify(e: &reqwest::Error) -> TransportError {

@@ -13,6 +13,8 @@
 pub mod finding;
 pub mod lastmod;
 pub mod read;
+pub mod walk;
 
 pub use finding::{Finding, Findings, What};
 pub use read::{Context, Kind, Reading, Seen, read};
+pub use walk::{File, Options, Sink, Walked, walk};

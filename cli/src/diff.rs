@@ -37,6 +37,12 @@ pub struct Args {
     /// The site of --config (needed when it lists several).
     #[arg(long, requires = "config")]
     site: Option<String>,
+    /// A sitemap (a file, or an http(s) URL) whose URLs the change must not
+    /// close for a search crawler; repeat for several. Exit 1 when it
+    /// closes any. With --config and `sitemaps: { keep_open: true }`, the
+    /// gate's verdict counts them too, as the gateway would.
+    #[arg(long = "sitemap")]
+    sitemaps: Vec<String>,
 }
 
 /// The site's declarations, from `--config` and `--site`.
@@ -103,11 +109,32 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     let mut held = false;
+    let listed = if args.sitemaps.is_empty() { None } else { Some(crate::sitemap::load(&args.sitemaps)?) };
+    if let Some(listed) = &listed {
+        println!();
+        listed.print();
+        let made = rules::sitemap::conflicts(Some(&old), &new, &listed.urls, &crate::sitemap::search_crawlers());
+        if made.is_clear() {
+            println!("this change closes none of the {} sitemap URLs", rules::sitemap::thousands(made.listed));
+        } else {
+            held = true;
+            for g in &made.groups {
+                println!("this change: {}", g.sentence(made.listed, "search crawlers"));
+                for url in &g.sample {
+                    println!("    {url}");
+                }
+            }
+        }
+    }
     if let Some(d) = &declared {
         let name = &d.site.name;
+        let mut floor = d.site.floor(&d.catalogue);
+        if let Some(listed) = listed.as_ref().filter(|_| d.site.sitemaps.keep_open) {
+            floor.listed = std::sync::Arc::new(listed.urls.clone());
+        }
         let breaches = match d.site.gate {
             robotsgate_config::GateMode::Off => Vec::new(),
-            _ => rules::gate::breaches(&old, &new, &d.site.pins(&d.agents, &d.catalogue), &d.site.floor(&d.catalogue)),
+            _ => rules::gate::breaches(&old, &new, &d.site.pins(&d.agents, &d.catalogue), &floor),
         };
         println!();
         if d.site.gate == robotsgate_config::GateMode::Off {

@@ -20,7 +20,7 @@ pub enum Format {
     Sarif,
 }
 
-pub fn run(paths: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
+pub fn run(paths: &[PathBuf], format: Format, sitemaps: &[String]) -> anyhow::Result<ExitCode> {
     let mut all: Vec<(String, Vec<Diagnostic>)> = Vec::new();
     for path in paths {
         let body = super::read_robots(path)?;
@@ -51,8 +51,40 @@ pub fn run(paths: &[PathBuf], format: Format) -> anyhow::Result<ExitCode> {
         }
         Format::Sarif => println!("{}", serde_json::to_string_pretty(&sarif(&all))?),
     }
-    let errors = all.iter().flat_map(|(_, f)| f).any(|d| d.severity == Severity::Error);
+    let mut errors = all.iter().flat_map(|(_, f)| f).any(|d| d.severity == Severity::Error);
+    if !sitemaps.is_empty() {
+        errors |= check_sitemaps(paths, sitemaps)?;
+    }
     Ok(if errors { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// `--sitemap`: each sitemap's findings, then for each robots.txt the
+/// listed URLs it disallows for a search crawler, grouped by deciding line
+/// ([`rules::sitemap`], as the monitor and the gate count them). True when
+/// a sitemap is unreadable or a listed URL is disallowed.
+fn check_sitemaps(paths: &[PathBuf], sources: &[String]) -> anyhow::Result<bool> {
+    let listed = crate::sitemap::load(sources)?;
+    listed.print();
+    let agents = crate::sitemap::search_crawlers();
+    let mut bad = listed.has_error();
+    for path in paths {
+        let body = super::read_robots(path)?;
+        let policy = rules::Policy::from_fetch(&rules::FetchOutcome::status(200).with_body(body));
+        let found = rules::sitemap::conflicts(None, &policy, &listed.urls, &agents);
+        let name = path.display();
+        if found.is_clear() {
+            println!("{name}: {}", found.summary("search crawlers"));
+            continue;
+        }
+        bad = true;
+        for g in &found.groups {
+            println!("{name}: error[sitemap-disallowed]: {}", g.sentence(found.listed, "search crawlers"));
+            for url in &g.sample {
+                println!("    {url}");
+            }
+        }
+    }
+    Ok(bad)
 }
 
 fn to_json(file: &str, d: &Diagnostic) -> Value {

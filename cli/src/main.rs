@@ -12,6 +12,7 @@ mod check;
 mod diff;
 mod explain;
 mod lint;
+mod sitemap;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -50,6 +51,12 @@ enum Command {
         /// name, is still read).
         #[arg(long, alias = "format", value_enum, default_value = "text")]
         output: lint::Format,
+        /// A sitemap (a file, or an http(s) URL) to read and check against
+        /// each robots.txt for the search crawlers; repeat for several.
+        /// Exit 1 when it cannot be read or robots.txt disallows a URL it
+        /// lists.
+        #[arg(long = "sitemap")]
+        sitemaps: Vec<String>,
     },
     /// Text diff plus every verdict that flips. Exit 1 when any verdict flips.
     Diff(diff::Args),
@@ -63,7 +70,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Batch => batch::run(std::io::stdin().lock(), &mut std::io::stdout().lock()),
         Command::Explain { robots, agent, url } => explain::run(&robots, &agent, &url),
-        Command::Lint { robots, output } => lint::run(&robots, output),
+        Command::Lint { robots, output, sitemaps } => lint::run(&robots, output, &sitemaps),
         Command::Diff(args) => diff::run(&args),
         Command::Shell(shell) => {
             shell.run(<Cli as clap::CommandFactory>::command()).map(|()| ExitCode::SUCCESS).map_err(anyhow::Error::from)

@@ -23,6 +23,7 @@ mod load;
 pub mod origin;
 pub mod pins;
 pub mod places;
+pub mod sitemaps;
 mod proxy;
 mod site;
 pub mod telemetry;

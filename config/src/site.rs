@@ -51,6 +51,10 @@ pub struct Site {
     /// The public (cached) copy against the origin's.
     #[serde(default)]
     pub edge: crate::places::Edge,
+    /// The sitemaps its robots.txt names: read, checked against it, and
+    /// (with `keep_open`) guarded by the gate.
+    #[serde(default)]
+    pub sitemaps: crate::sitemaps::Sitemaps,
 }
 
 impl Site {

@@ -86,7 +86,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -141,6 +141,9 @@ fn decide(policy: &Policy, agent: &str, path: &[u8]) -> (bool, u32) {
     }
 }
 
+/// What tells crawlers' lanes apart, before and after.
+type LaneKey = (Option<(u8, u32)>, (u8, u32));
+
 /// The key of a conflict: the deciding line (0 with a reason) and which
 /// distinct lanes it closed the URL for.
 type Key = (u32, u128);
@@ -184,7 +187,7 @@ impl Tally {
     /// reading thread of its own.
     pub fn new<A: AsRef<str>>(old: Option<Policy>, new: Policy, agents: &[A]) -> Tally {
         let mut lanes: Vec<String> = Vec::new();
-        let mut keys: Vec<(Option<(u8, u32)>, (u8, u32))> = Vec::new();
+        let mut keys: Vec<LaneKey> = Vec::new();
         let mut lane_of = Vec::with_capacity(agents.len());
         for agent in agents {
             let agent = agent.as_ref();
@@ -282,7 +285,7 @@ impl Tally {
     /// The conflicts found, the largest first (ties in the order found).
     pub fn finish(self) -> Conflicts {
         let mut groups: Vec<Conflict> = self.found.into_iter().map(|(_, c)| c).collect();
-        groups.sort_by(|a, b| b.count.cmp(&a.count));
+        groups.sort_by_key(|g| std::cmp::Reverse(g.count));
         Conflicts { listed: self.listed, closed: self.closed, groups }
     }
 }

@@ -54,7 +54,8 @@ pub fn load(sources: &[String]) -> anyhow::Result<Listed> {
         }
         let file = std::fs::File::open(source).with_context(|| format!("cannot read sitemap {source}"))?;
         let mut urls = Vec::new();
-        let reading = robotsgate_sitemaps::read(file, &ReadContext::new(None), &mut seen, &mut |u| urls.push(u.to_string()));
+        let reading =
+            robotsgate_sitemaps::read(file, &ReadContext::new(None), &mut seen, &mut |u| urls.push(u.to_string()));
         if reading.kind == Kind::Index {
             remote.extend(reading.children.iter().map(|c| (0, c.clone())));
         }

@@ -29,8 +29,10 @@ fn lint_says_which_line_disallows_listed_urls() {
     let d = dir();
     let robots_txt = d.join("robots.txt");
     std::fs::write(&robots_txt, "User-agent: *\nDisallow: /products/\nAllow: /products/ok\n").unwrap();
-    let urls: Vec<String> =
-        ["/", "/products/1", "/products/2", "/products/ok"].iter().map(|p| format!("https://shop.example{p}")).collect();
+    let urls: Vec<String> = ["/", "/products/1", "/products/2", "/products/ok"]
+        .iter()
+        .map(|p| format!("https://shop.example{p}"))
+        .collect();
     let map = d.join("sitemap.xml");
     std::fs::write(&map, urlset(&urls)).unwrap();
     let out = robots(&["lint", robots_txt.to_str().unwrap(), "--sitemap", map.to_str().unwrap()]);
@@ -69,11 +71,15 @@ fn diff_fetches_an_index_and_refuses_a_change_that_closes_its_urls() {
     let out = robots(&["diff", old.to_str().unwrap(), new.to_str().unwrap(), "--sitemap", &index_url]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("this change: 1 of 2 sitemap URLs is disallowed for bingbot (line 5: `Disallow: /blog/`)"), "{text}");
+    assert!(
+        text.contains("this change: 1 of 2 sitemap URLs is disallowed for bingbot (line 5: `Disallow: /blog/`)"),
+        "{text}"
+    );
     assert!(text.contains("broken.xml: error[not-xml]: line 1"), "{text}");
     // The same change with no listed URL under /blog/ passes the sitemap check.
     std::fs::write(&new, "User-agent: *\nDisallow: /admin\nDisallow: /private/\n").unwrap();
-    let out = robots(&["diff", old.to_str().unwrap(), new.to_str().unwrap(), "--sitemap", &index_url, "--urls", "/dev/null"]);
+    let out =
+        robots(&["diff", old.to_str().unwrap(), new.to_str().unwrap(), "--sitemap", &index_url, "--urls", "/dev/null"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("this change closes none of the 2 sitemap URLs"), "{text}");
     assert_eq!(out.status.code(), Some(0), "{text}");

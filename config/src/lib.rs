@@ -23,9 +23,9 @@ mod load;
 pub mod origin;
 pub mod pins;
 pub mod places;
-pub mod sitemaps;
 mod proxy;
 mod site;
+pub mod sitemaps;
 pub mod telemetry;
 mod validate;
 

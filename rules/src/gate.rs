@@ -155,11 +155,7 @@ impl std::fmt::Display for Breach {
 /// "1,204 of 48,000 sitemap URLs (first /products/1)".
 fn listed_urls(l: Listed, first: &str) -> String {
     let noun = if l.of == 1 { "sitemap URL" } else { "sitemap URLs" };
-    format!(
-        "{} of {} {noun} (first {first})",
-        crate::sitemap::thousands(l.closed),
-        crate::sitemap::thousands(l.of)
-    )
+    format!("{} of {} {noun} (first {first})", crate::sitemap::thousands(l.closed), crate::sitemap::thousands(l.of))
 }
 
 /// What a site does with a change that breaks a declaration.
@@ -276,7 +272,8 @@ fn sitemap_breaches(old: &Policy, new: &Policy, pins: &[Pin], floor: &Floor, out
     for group in &found.groups {
         for agent in &group.agents {
             let pinned = |u: &String| {
-                pins.iter().any(|p| &p.url == u && p.agent.eq_ignore_ascii_case(agent) && p.expect == Expect::Disallowed)
+                pins.iter()
+                    .any(|p| &p.url == u && p.agent.eq_ignore_ascii_case(agent) && p.expect == Expect::Disallowed)
             };
             let Some(url) = group.sample.iter().find(|u| !pinned(u)) else { continue };
             if out.iter().any(|b| &b.url == url && b.agent == *agent) {
@@ -360,7 +357,12 @@ impl Group<'_> {
         let others = self.agents.len() - 1;
         let other =
             if others == 1 { self.crawlers().trim_end_matches('s').to_string() } else { self.crawlers().to_string() };
-        format!("it {verb} {} for {} and {others} other {other} ({why}); {}", self.what(), self.agents[0], self.declared())
+        format!(
+            "it {verb} {} for {} and {others} other {other} ({why}); {}",
+            self.what(),
+            self.agents[0],
+            self.declared()
+        )
     }
 }
 
@@ -510,7 +512,8 @@ mod tests {
     fn closing_listed_urls_breaks_the_floor_once_per_line_and_crawler() {
         let old = file("User-agent: *\nDisallow: /admin\n");
         let new = file("User-agent: *\nDisallow: /admin\nDisallow: /products/\n");
-        let listed: Vec<String> = (0..1000).map(|i| format!("https://s/products/{i}")).chain(["https://s/".into()]).collect();
+        let listed: Vec<String> =
+            (0..1000).map(|i| format!("https://s/products/{i}")).chain(["https://s/".into()]).collect();
         let floor = Floor { urls: vec!["/".into()], listed: std::sync::Arc::new(listed), ..floor() };
         let found = breaches(&old, &new, &[], &floor);
         assert_eq!(found.len(), 2, "{found:?}");

@@ -64,7 +64,12 @@ impl Conflict {
         let verb = if self.count == 1 { "is" } else { "are" };
         let noun = if listed == 1 { "sitemap URL" } else { "sitemap URLs" };
         let who = crate::sitemap::crawlers(&self.agents, kind);
-        format!("{} of {} {noun} {verb} disallowed for {who} ({})", thousands(self.count), thousands(listed), self.decided)
+        format!(
+            "{} of {} {noun} {verb} disallowed for {who} ({})",
+            thousands(self.count),
+            thousands(listed),
+            self.decided
+        )
     }
 }
 
@@ -373,17 +378,23 @@ mod tests {
         // Each URL a crawler may not fetch is in exactly one of its groups.
         for agent in SEARCH {
             let blocked = urls.iter().filter(|u| !robots.verdict(agent, u).allowed).count() as u64;
-            let counted: u64 = found.groups.iter().filter(|g| g.agents.iter().any(|a| a == agent)).map(|g| g.count).sum();
+            let counted: u64 =
+                found.groups.iter().filter(|g| g.agents.iter().any(|a| a == agent)).map(|g| g.count).sum();
             assert_eq!(blocked, counted, "{agent}: {found:?}");
         }
         for url in urls {
             for g in found.groups.iter().filter(|g| g.sample.iter().any(|s| s == url)) {
                 for agent in &g.agents {
                     let v = robots.verdict(agent, url);
-                    assert!(!v.allowed && v.rule.map(|r| r.line) == Some(match &g.decided {
-                        Decided::Rule(r) => r.line,
-                        Decided::Reason(_) => 0,
-                    }), "{agent} {url}");
+                    assert!(
+                        !v.allowed
+                            && v.rule.map(|r| r.line)
+                                == Some(match &g.decided {
+                                    Decided::Rule(r) => r.line,
+                                    Decided::Reason(_) => 0,
+                                }),
+                        "{agent} {url}"
+                    );
                 }
             }
         }

@@ -220,7 +220,9 @@ impl Reader<'_> {
                     if let quick_xml::Error::Io(io) = &e {
                         self.io_error(io, xml.get_ref());
                     } else if !xml.get_ref().over {
-                        self.out.findings.add(What::NotXml, line, column, || format!("the XML is not well-formed: {e}"));
+                        self.out
+                            .findings
+                            .add(What::NotXml, line, column, || format!("the XML is not well-formed: {e}"));
                     }
                     return;
                 }
@@ -231,9 +233,9 @@ impl Reader<'_> {
                         self.html(line);
                         return;
                     }
-                    self.out
-                        .findings
-                        .add(What::Dtd, line, column, || "the file has a DOCTYPE; it is ignored, never expanded".to_string());
+                    self.out.findings.add(What::Dtd, line, column, || {
+                        "the file has a DOCTYPE; it is ignored, never expanded".to_string()
+                    });
                 }
                 Ok(Event::Start(e)) | Ok(Event::Empty(e)) if !root_seen => {
                     root_seen = true;
@@ -558,4 +560,3 @@ fn memchr_iter(needle: u8, hay: &[u8]) -> impl Iterator<Item = usize> + '_ {
 pub fn read_bytes(bytes: &[u8], cx: &Context, seen: &mut Seen, visit: &mut dyn FnMut(&str)) -> Reading {
     read(io::Cursor::new(bytes), cx, seen, visit)
 }
-

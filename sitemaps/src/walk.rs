@@ -270,11 +270,8 @@ async fn fetch_one(fetcher: &Fetcher, url: &str, options: &Options, jobs: &mpsc:
         if !(300..400).contains(&status) || status == 304 {
             break response;
         }
-        let Some(next) = response
-            .headers()
-            .get("location")
-            .and_then(|l| l.to_str().ok())
-            .and_then(|l| target.join(l).ok())
+        let Some(next) =
+            response.headers().get("location").and_then(|l| l.to_str().ok()).and_then(|l| target.join(l).ok())
         else {
             file.findings.add(What::BrokenRedirect, 0, 0, || format!("a {status} without a usable Location"));
             return file;
@@ -283,7 +280,11 @@ async fn fetch_one(fetcher: &Fetcher, url: &str, options: &Options, jobs: &mpsc:
         if visited.iter().any(|v| v == next.as_str()) || file.hops.len() > 5 {
             let hops = file.hops.len();
             file.findings.add(What::BrokenRedirect, 0, 0, || {
-                if hops > 5 { "more than five redirects".to_string() } else { format!("a redirect loop back to {next}") }
+                if hops > 5 {
+                    "more than five redirects".to_string()
+                } else {
+                    format!("a redirect loop back to {next}")
+                }
             });
             return file;
         }
@@ -293,7 +294,10 @@ async fn fetch_one(fetcher: &Fetcher, url: &str, options: &Options, jobs: &mpsc:
     if !file.hops.is_empty() {
         let (n, last) = (file.hops.len(), target.to_string());
         file.findings.add(What::Redirected, 0, 0, || {
-            format!("it redirects ({n} hop{}) to {last}; name the final URL in robots.txt", if n == 1 { "" } else { "s" })
+            format!(
+                "it redirects ({n} hop{}) to {last}; name the final URL in robots.txt",
+                if n == 1 { "" } else { "s" }
+            )
         });
     }
     let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);

@@ -25,7 +25,12 @@ fn go_with(body: &[u8], cx: Context) -> (Reading, Vec<String>) {
 }
 
 fn finding(r: &Reading, what: What) -> String {
-    r.findings.0.iter().find(|f| f.what == what).map(ToString::to_string).unwrap_or_else(|| panic!("no {what:?} in {r:?}"))
+    r.findings
+        .0
+        .iter()
+        .find(|f| f.what == what)
+        .map(ToString::to_string)
+        .unwrap_or_else(|| panic!("no {what:?} in {r:?}"))
 }
 
 fn gz(bytes: &[u8]) -> Vec<u8> {
@@ -60,7 +65,10 @@ fn search_consoles_findings_with_their_places() {
     let (r, urls) = go(body.as_bytes());
     assert_eq!(urls.len(), 2, "{urls:?}");
     assert!(finding(&r, What::Namespace).starts_with("line 2, column 1: the root element has no namespace"));
-    assert_eq!(finding(&r, What::Relative), "line 3: \"/relative\" is not an absolute http(s) URL; sitemaps list full URLs");
+    assert_eq!(
+        finding(&r, What::Relative),
+        "line 3: \"/relative\" is not an absolute http(s) URL; sitemaps list full URLs"
+    );
     assert!(finding(&r, What::OtherHost).contains("(and 1 more)"), "scheme counts: {r:?}");
     assert!(finding(&r, What::Lastmod).starts_with("line 6: lastmod \"29/11/2026\""));
     assert!(finding(&r, What::Duplicate).starts_with("line 7: https://shop.example/d is listed more than once"));

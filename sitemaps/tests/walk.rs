@@ -41,7 +41,13 @@ fn file<'a>(files: &'a [File], origin: &Origin, path: &str) -> &'a File {
 #[test]
 fn an_index_and_its_sitemaps_with_every_failure_named() {
     let o = Origin::start();
-    o.set("/index.xml", Reply::ok(index(&o, &["/a.xml.gz", "/moved.xml", "/gone.xml", "/down.xml", "/login", "/index.xml", "/inner.xml"])));
+    o.set(
+        "/index.xml",
+        Reply::ok(index(
+            &o,
+            &["/a.xml.gz", "/moved.xml", "/gone.xml", "/down.xml", "/login", "/index.xml", "/inner.xml"],
+        )),
+    );
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&urlset(&o, &["/p/1", "/p/2"])).unwrap();
     o.set("/a.xml.gz", Reply::ok(gz.finish().unwrap()));
@@ -74,7 +80,8 @@ fn a_trickling_server_meets_the_deadline_and_the_walk_goes_on() {
     o.set("/slow.xml", Reply::Stream { chunks, pause: Duration::from_millis(50) });
     o.set("/fast.xml", Reply::ok(urlset(&o, &["/fast"])));
     let started = Instant::now();
-    let (files, urls) = run(&o, &["/slow.xml", "/fast.xml"], Options { deadline: Duration::from_secs(1), ..options(&o) });
+    let (files, urls) =
+        run(&o, &["/slow.xml", "/fast.xml"], Options { deadline: Duration::from_secs(1), ..options(&o) });
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     assert!(file(&files, &o, "/slow.xml").findings.has(What::Timeout), "{files:#?}");
     assert!(urls.contains(&o.url("/fast")));

@@ -26,7 +26,7 @@ impl Listed {
     /// Each file's line and its findings, as `lint` prints them.
     pub fn print(&self) {
         for (name, kind, entries, findings) in &self.files {
-            println!("{name}: {kind}, {}", crate::diff::plural(*entries as usize, "entry", "entries"));
+            println!("{name}: {kind}, {entries} {}", if *entries == 1 { "entry" } else { "entries" });
             for f in &findings.0 {
                 let level = if f.what.is_error() { "error" } else { "warning" };
                 println!("{name}: {level}[{}]: {f}", f.what.key());

@@ -23,6 +23,7 @@ pub mod monitor;
 pub mod overview;
 pub mod places;
 pub mod release;
+pub mod sitemaps;
 pub mod report;
 pub mod store;
 pub mod watch;

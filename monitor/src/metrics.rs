@@ -194,6 +194,50 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
     }
     let _ = registry.register(Box::new(serves));
     let _ = registry.register(Box::new(off));
+    // The sitemaps: URLs listed, those robots.txt disallows for a search
+    // crawler, and each file's state; from each site's latest check.
+    let listed = gauge("robotsgate_sitemap_urls", "Distinct URLs the site's sitemaps list, at the latest check", &["site"]);
+    let closed = gauge(
+        "robotsgate_sitemap_disallowed_urls",
+        "Sitemap URLs robots.txt disallows for at least one search crawler, at the latest check",
+        &["site"],
+    );
+    let files = gauge(
+        "robotsgate_sitemap_files",
+        "Sitemap files by state at the latest check (ok, warnings, error, unchanged)",
+        &["site", "state"],
+    );
+    let conflict = gauge(
+        "robotsgate_sitemap_conflict_seconds",
+        "How long robots.txt has disallowed listed sitemap URLs, in seconds; 0 when it disallows none",
+        &["site"],
+    );
+    let rows = sqlx::query(
+        "SELECT c.site, c.listed, c.closed, c.files, c.trouble_since FROM sitemap_checks c \
+         WHERE c.id = (SELECT MAX(id) FROM sitemap_checks d WHERE d.site = c.site)",
+    )
+    .fetch_all(m.store().pool())
+    .await
+    .map_err(q("reading sitemap checks"))?;
+    for r in &rows {
+        let site: String = r.try_get("site").unwrap_or_default();
+        if m.site(&site).is_none() {
+            continue;
+        }
+        listed.with_label_values(&[&site]).set(r.try_get("listed").unwrap_or(0));
+        closed.with_label_values(&[&site]).set(r.try_get("closed").unwrap_or(0));
+        let since: Option<i64> = r.try_get("trouble_since").unwrap_or(None);
+        conflict.with_label_values(&[&site]).set(since.map_or(0, |t| ((now - t) / 1000).max(0)));
+        let text: String = r.try_get("files").unwrap_or_default();
+        let parsed: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_default();
+        for state in ["ok", "warnings", "error", "unchanged"] {
+            let n = parsed.iter().filter(|f| f["state"].as_str() == Some(state)).count();
+            files.with_label_values(&[&site, state]).set(n as i64);
+        }
+    }
+    for g in [listed, closed, files, conflict] {
+        let _ = registry.register(Box::new(g));
+    }
     c.db_seconds.observe(started.elapsed().as_secs_f64());
     for g in [info, state, age, alerts, leases] {
         let _ = registry.register(Box::new(g));

@@ -103,6 +103,8 @@ pub struct Monitor {
     batch: crate::batch::Batcher,
     /// Fetches of robots.txt URLs, with `http.connect_to` and `http.ca_file`.
     fetcher: source::Fetcher,
+    /// When each site's sitemaps were last checked, against which file.
+    sitemap_schedule: crate::sitemaps::Schedule,
 }
 
 impl Monitor {
@@ -146,6 +148,7 @@ impl Monitor {
             origins,
             batch,
             fetcher,
+            sitemap_schedule: Default::default(),
         })
     }
 
@@ -178,6 +181,11 @@ impl Monitor {
     /// The fetcher of robots.txt URLs.
     pub(crate) fn fetcher(&self) -> &source::Fetcher {
         &self.fetcher
+    }
+
+    /// When each site's sitemaps were last checked.
+    pub(crate) fn sitemap_schedule(&self) -> &crate::sitemaps::Schedule {
+        &self.sitemap_schedule
     }
 
     /// The clients for sites' origins.
@@ -422,6 +430,11 @@ impl Monitor {
             // their trouble never fails the poll of the site itself.
             if let Err(e) = self.check_places(site, &obs, first_sight).await {
                 tracing::error!(site = %site.name, "checking the site's variants and edge: {e}");
+            }
+            // The sitemaps it names, when due; as with the places, their
+            // trouble never fails the poll.
+            if let Err(e) = self.check_sitemaps(site, &obs).await {
+                tracing::error!(site = %site.name, "checking the site's sitemaps: {e}");
             }
             return Ok(PollOutcome {
                 site: site.name.clone(),

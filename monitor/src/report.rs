@@ -110,6 +110,8 @@ pub async fn places(m: &Monitor, site: &str) -> anyhow::Result<String> {
     let rows = crate::places::rows(m.store().pool(), site).await?;
     let mut out = format!("{site}: {} ({})\n", s.source().location(), s.source().how());
     out.push_str(&crate::places::text(&rows));
+    let check = crate::sitemaps::latest(m.store().pool(), site).await?;
+    out.push_str(&crate::sitemaps::text(check.as_ref()));
     Ok(out)
 }
 

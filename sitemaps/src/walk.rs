@@ -33,12 +33,21 @@ pub struct Options {
     /// Validators from the last check, by sitemap URL: a `304` means that
     /// file did not change.
     pub validators: HashMap<String, Validators>,
+    /// The sitemaps each index listed at the last check: an index that
+    /// answers `304` still has its sitemaps read (they change on their own).
+    pub children: HashMap<String, Vec<String>>,
 }
 
 impl Options {
     /// The protocol's limits, 60 seconds a file, [`MAX_FILES`] files.
     pub fn new(origin: Option<String>) -> Options {
-        Options { origin, deadline: Duration::from_secs(60), max_files: MAX_FILES, validators: HashMap::new() }
+        Options {
+            origin,
+            deadline: Duration::from_secs(60),
+            max_files: MAX_FILES,
+            validators: HashMap::new(),
+            children: HashMap::new(),
+        }
     }
 }
 
@@ -181,6 +190,14 @@ pub async fn walk<S: Sink>(fetcher: &Fetcher, named: &[(u32, String)], options: 
         let mut file = fetch_one(fetcher, &url, options, &jobs_tx).await;
         file.from = from.clone();
         file.line = line;
+        if file.not_modified
+            && from.is_none()
+            && let Some(children) = options.children.get(&url)
+        {
+            for child in children.iter().rev() {
+                queue.push((child.clone(), Some(url.clone()), 0));
+            }
+        }
         if let Some(r) = &file.reading
             && r.kind == Kind::Index
         {

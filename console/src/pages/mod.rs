@@ -5,6 +5,7 @@
 
 pub(crate) mod alerts;
 pub(crate) mod places;
+pub(crate) mod sitemaps;
 pub(crate) mod release;
 pub(crate) mod revision;
 pub(crate) mod site;

@@ -73,6 +73,8 @@ pub(crate) struct SitePage {
     pub(super) variants: Vec<super::places::MatrixRow>,
     /// The edge's copy against the origin's, when compared.
     pub(super) edge: Option<super::places::PlaceView>,
+    /// The sitemaps its robots.txt names, as the latest check read them.
+    pub(super) sitemaps: Option<super::sitemaps::SitemapsView>,
 }
 
 /// A change the gate holds: what it breaks, since when, and its diff
@@ -237,9 +239,11 @@ pub(super) async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failu
         None => (state, detail),
     };
     let (variants, edge) = super::places::places(m, site).await?;
+    let sitemaps = super::sitemaps::sitemaps(m, site).await?;
     Ok(SitePage {
         variants,
         edge,
+        sitemaps,
         name: name.to_string(),
         location,
         state,

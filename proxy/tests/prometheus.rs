@@ -277,11 +277,12 @@ fn a_fresh_scrape_has_every_series_the_rules_name() {
             named.push(name);
         }
     }
-    // The monitor's (its places' too), and series labelled by crawler or by feed, appear
+    // The monitor's (its places' and sitemaps' too), and series labelled by crawler or by feed, appear
     // with their first event; everything else is the gateway's from start.
     let later = |n: &str| {
         n.starts_with("robotsgate_monitor_")
             || n.starts_with("robotsgate_place_")
+            || n.starts_with("robotsgate_sitemap_")
             || n.starts_with("robotsgate_identity_")
             || [
                 "robotsgate_crawler_requests_total",

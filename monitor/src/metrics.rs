@@ -196,7 +196,8 @@ pub async fn render(m: &Monitor) -> Result<String, crate::store::StoreError> {
     let _ = registry.register(Box::new(off));
     // The sitemaps: URLs listed, those robots.txt disallows for a search
     // crawler, and each file's state; from each site's latest check.
-    let listed = gauge("robotsgate_sitemap_urls", "Distinct URLs the site's sitemaps list, at the latest check", &["site"]);
+    let listed =
+        gauge("robotsgate_sitemap_urls", "Distinct URLs the site's sitemaps list, at the latest check", &["site"]);
     let closed = gauge(
         "robotsgate_sitemap_disallowed_urls",
         "Sitemap URLs robots.txt disallows for at least one search crawler, at the latest check",

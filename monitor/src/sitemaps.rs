@@ -126,7 +126,13 @@ pub fn text(check: Option<&SitemapCheck>) -> String {
         return "Sitemaps: none read yet (robots.txt names none, sitemaps.check is off, or no poll since).\n".into();
     };
     let mut out = String::new();
-    let verdict = if c.closed > 0 { "OFF" } else if c.complete { "ok" } else { "?" };
+    let verdict = if c.closed > 0 {
+        "OFF"
+    } else if c.complete {
+        "ok"
+    } else {
+        "?"
+    };
     let _ = writeln!(
         out,
         "Sitemaps: {verdict} {} URLs listed, {} disallowed for a search crawler; checked {}",
@@ -151,7 +157,12 @@ pub fn text(check: Option<&SitemapCheck>) -> String {
             f["status"].as_u64().map(|s| format!(", status {s}")).unwrap_or_default()
         );
         for finding in f["findings"].as_array().into_iter().flatten() {
-            let _ = writeln!(out, "      {}: {}", finding["key"].as_str().unwrap_or_default(), finding["text"].as_str().unwrap_or_default());
+            let _ = writeln!(
+                out,
+                "      {}: {}",
+                finding["key"].as_str().unwrap_or_default(),
+                finding["text"].as_str().unwrap_or_default()
+            );
         }
     }
     if !c.complete {
@@ -175,7 +186,6 @@ pub(crate) type Schedule = std::sync::Mutex<HashMap<String, Due>>;
 struct Outcome {
     conflicts: Conflicts,
     files: Vec<File>,
-    distinct: u64,
     complete: bool,
 }
 
@@ -221,10 +231,8 @@ impl Outcome {
 
 fn file_json(f: &File) -> Value {
     let reading = f.reading.as_ref();
-    let children: Vec<&String> = reading
-        .filter(|r| r.children.len() <= KEEP_CHILDREN)
-        .map(|r| r.children.iter().collect())
-        .unwrap_or_default();
+    let children: Vec<&String> =
+        reading.filter(|r| r.children.len() <= KEEP_CHILDREN).map(|r| r.children.iter().collect()).unwrap_or_default();
     json!({
         "url": f.url,
         "from": f.from,
@@ -371,10 +379,11 @@ impl Monitor {
     ) -> Outcome {
         let tally = Tally::new(None, policy.clone(), agents);
         let walked = walk(self.fetcher(), named, options, tally).await;
-        let complete = !walked.files.iter().any(|f| {
-            f.findings.0.iter().any(|x| matches!(x.what, What::Unavailable | What::Timeout))
-        });
-        Outcome { conflicts: walked.sink.finish(), files: walked.files, distinct: walked.distinct, complete }
+        let complete = !walked
+            .files
+            .iter()
+            .any(|f| f.findings.0.iter().any(|x| matches!(x.what, What::Unavailable | What::Timeout)));
+        Outcome { conflicts: walked.sink.finish(), files: walked.files, complete }
     }
 
     /// Writes a changed outcome, and claims the alert or its end.
@@ -425,7 +434,7 @@ impl Monitor {
             .bind(now)
             .bind(robots_hash)
             .bind(&state)
-            .bind(o.distinct.max(listed) as i64)
+            .bind(listed as i64)
             .bind(o.conflicts.closed as i64)
             .bind(i64::from(o.complete))
             .bind(o.conflicts_json(listed))

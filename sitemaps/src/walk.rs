@@ -347,7 +347,11 @@ async fn fetch_one(fetcher: &Fetcher, url: &str, options: &Options, jobs: &mpsc:
             Err(_) => Some(Err(io::Error::new(io::ErrorKind::TimedOut, "the deadline passed mid-body"))),
             Ok(Ok(Some(b))) => Some(Ok(b)),
             Ok(Ok(None)) => None,
-            Ok(Err(e)) => Some(Err(io::Error::new(io::ErrorKind::ConnectionAborted, robotsgate_fetch::describe(&e)))),
+            Ok(Err(e)) => {
+                // The client's own whole-request timeout is a timeout too.
+                let kind = if e.is_timeout() { io::ErrorKind::TimedOut } else { io::ErrorKind::ConnectionAborted };
+                Some(Err(io::Error::new(kind, robotsgate_fetch::describe(&e))))
+            }
         };
         let Some(chunk) = next else { break };
         let stop = chunk.is_err();

@@ -5,10 +5,10 @@
 
 pub(crate) mod alerts;
 pub(crate) mod places;
-pub(crate) mod sitemaps;
 pub(crate) mod release;
 pub(crate) mod revision;
 pub(crate) mod site;
+pub(crate) mod sitemaps;
 pub(crate) mod sites;
 pub(crate) mod tester;
 

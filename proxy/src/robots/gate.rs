@@ -92,7 +92,7 @@ impl Refresher {
             };
             let new = Policy::Rules(rules::Robots::parse(body));
             let key = crate::robots::gate::outcome_key(body);
-            if rules::gate::breaches(&old, &new, &site.declared.pins, &site.declared.floor).is_empty()
+            if rules::gate::breaches(&old, &new, &site.declared.pins, &site.declared.floor()).is_empty()
                 || self.released(&site.name, &key, Some(shared)).await
             {
                 return Some(i);
@@ -224,7 +224,7 @@ impl Refresher {
             return false;
         }
         let old = Policy::Rules(served.robots.clone());
-        let breaches = rules::gate::breaches(&old, new, &declared.pins, &declared.floor);
+        let breaches = rules::gate::breaches(&old, new, &declared.pins, &declared.floor());
         if breaches.is_empty() {
             return false;
         }

@@ -17,6 +17,9 @@ pub struct Declared {
     pub pins: Vec<Pin>,
     /// The floor.
     pub floor: Floor,
+    /// The URLs the site's sitemaps list, when it asks the gate to keep
+    /// them open (`sitemaps.keep_open`).
+    pub listed: Option<std::sync::Arc<super::sitemaps::Listed>>,
 }
 
 impl Declared {
@@ -31,7 +34,21 @@ impl Declared {
             mode: site.gate.gate(),
             pins: site.pins(config.agents_of(site), catalogue),
             floor: site.floor(catalogue),
+            listed: site
+                .sitemaps
+                .keep_open
+                .then(|| std::sync::Arc::new(super::sitemaps::Listed::new(site.sitemaps.every))),
         }
+    }
+
+    /// The floor as the gate judges with it now: with the sitemap URLs read
+    /// last, for a site that keeps them open.
+    pub fn floor(&self) -> Floor {
+        let mut floor = self.floor.clone();
+        if let Some(listed) = &self.listed {
+            floor.listed = listed.urls();
+        }
+        floor
     }
 }
 

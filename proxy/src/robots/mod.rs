@@ -11,4 +11,5 @@ pub mod hold;
 pub mod refresh;
 pub mod refresher;
 pub mod shared;
+pub mod sitemaps;
 pub mod store;

@@ -150,7 +150,7 @@ impl Refresher {
             &Policy::Rules(served.robots.clone()),
             &new,
             &site.declared.pins,
-            &site.declared.floor,
+            &site.declared.floor(),
         );
         if breaches.is_empty() {
             self.store.forget_hold(&site.name);
@@ -169,6 +169,7 @@ impl Refresher {
     pub async fn refresh_all(&self) {
         for site in &self.sites {
             self.refresh(site).await;
+            self.read_sitemaps(site);
         }
     }
 

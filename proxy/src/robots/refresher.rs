@@ -44,6 +44,9 @@ pub struct Refresher {
     pub(super) shared: Option<Arc<Shared>>,
     /// The crawler catalogue, for the groups an enforcing site cannot enforce.
     pub(super) catalogue: robotsgate_crawlers::Catalogue,
+    /// How sitemaps are read for the gate: the public URLs, through `http`.
+    /// `None` when no client could be built (said once, at the start).
+    pub(super) sitemap_fetcher: Option<robotsgate_fetch::Fetcher>,
 }
 
 impl Refresher {
@@ -73,6 +76,7 @@ impl Refresher {
                     .as_ref()
                     .and_then(|path| robotsgate_fetch::origin::ca_file(path).map_err(|e| tracing::error!("{e}")).ok()),
             ),
+            sitemap_fetcher: sitemap_fetcher(http),
         }
     }
 
@@ -179,4 +183,17 @@ impl Refresher {
         let denied = crate::crawlers::ai::denied_tokens(&policy, &self.catalogue);
         policy.compile(&denied, origin)
     }
+}
+
+/// The client sitemaps are read with for the gate: `http`'s timeout,
+/// `connect_to` and `ca_file`, as the monitor reads them.
+fn sitemap_fetcher(http: &robotsgate_config::Http) -> Option<robotsgate_fetch::Fetcher> {
+    let ca = http
+        .ca_file
+        .as_ref()
+        .and_then(|p| robotsgate_fetch::origin::ca_file(p).map_err(|e| tracing::error!("{e}")).ok());
+    let agent = http.user_agent.replace("monitor", "proxy");
+    robotsgate_fetch::Fetcher::new(http.timeout, &agent, &http.connect_to(), ca)
+        .map_err(|e| tracing::error!("building the client that reads sitemaps for the gate: {e}"))
+        .ok()
 }

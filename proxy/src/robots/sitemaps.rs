@@ -1,0 +1,90 @@
+//! The sitemaps of a site that asks the gate to keep them open
+//! (`sites[].sitemaps.keep_open`): the refresher reads the sitemaps the
+//! served good copy names, off the request path, on their own schedule
+//! (`sitemaps.every`, and whenever the good copy changes), and keeps the
+//! URLs they list for the gate's floor ([`rules::gate::Floor::listed`]). A
+//! change to robots.txt that disallows them for a search crawler is then
+//! held like any other breach.
+//!
+//! Read as crawlers read them: the public URLs through `http` (with
+//! `http.connect_to` and `http.ca_file`, as the monitor reads them). A read
+//! that fails keeps the URLs of the last one that did not, so an origin's
+//! bad minute never drops the protection.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use robotsgate_sitemaps::{Options, What, walk};
+
+use super::refresher::{Refresher, SiteRobots};
+use super::store::State;
+
+/// The listed URLs of one site, and when they were read.
+#[derive(Debug)]
+pub struct Listed {
+    /// How often to read them again while the good copy stays the same.
+    every: Duration,
+    /// The URLs, as the gate judges with them.
+    urls: ArcSwap<Vec<String>>,
+    /// The good copy they were read for (its body hash) and when.
+    read: std::sync::Mutex<Option<(String, Instant)>>,
+    /// A read is under way.
+    reading: AtomicBool,
+}
+
+impl Listed {
+    /// Nothing read yet; read again every `every`.
+    pub fn new(every: Duration) -> Listed {
+        Listed {
+            every,
+            urls: ArcSwap::from_pointee(Vec::new()),
+            read: std::sync::Mutex::new(None),
+            reading: AtomicBool::new(false),
+        }
+    }
+
+    /// The URLs now.
+    pub fn urls(&self) -> Arc<Vec<String>> {
+        self.urls.load_full()
+    }
+
+    /// Whether the copy with hash `hash` needs its sitemaps read.
+    fn due(&self, hash: &str) -> bool {
+        let read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        read.as_ref().is_none_or(|(h, at)| h != hash || at.elapsed() >= self.every)
+    }
+}
+
+impl Refresher {
+    /// Starts reading `site`'s sitemaps when they are due, in a task of
+    /// their own, so that a large sitemap never delays a robots.txt refresh.
+    pub(super) fn read_sitemaps(&self, site: &SiteRobots) {
+        let (Some(listed), Some(fetcher)) = (&site.declared.listed, &self.sitemap_fetcher) else { return };
+        let state = self.store.state(&site.name);
+        let State::Serve(served) = &*state else { return };
+        let hash = robotsgate_history::body_hash(&served.origin);
+        if !listed.due(&hash) || listed.reading.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let named: Vec<(u32, String)> =
+            served.robots.sitemaps().map(|(line, v)| (line, String::from_utf8_lossy(v).trim().to_string())).collect();
+        let (listed, fetcher, name) = (Arc::clone(listed), fetcher.clone(), site.name.clone());
+        tokio::spawn(async move {
+            let walked = walk(&fetcher, &named, &Options::new(None), Vec::new()).await;
+            let failed = walked
+                .files
+                .iter()
+                .any(|f| f.findings.0.iter().any(|x| matches!(x.what, What::Unavailable | What::Timeout)));
+            if failed && walked.sink.is_empty() {
+                tracing::warn!(site = %name, "the sitemaps could not be read; the gate keeps the URLs it read before");
+            } else {
+                tracing::info!(site = %name, urls = walked.sink.len(), files = walked.files.len(), "sitemaps read for the gate");
+                listed.urls.store(Arc::new(walked.sink));
+            }
+            *listed.read.lock().unwrap_or_else(|e| e.into_inner()) = Some((hash, Instant::now()));
+            listed.reading.store(false, Ordering::SeqCst);
+        });
+    }
+}

@@ -15,7 +15,13 @@ fn main() -> std::io::Result<()> {
     let file = std::fs::File::open(&path)?;
     let mut urls = 0u64;
     let r = read(file, &Context::new(args.next()), &mut Seen::default(), &mut |_| urls += 1);
-    println!("{path}: {} {} entries, {urls} handed on, {} bytes read, gzip {}", r.kind.as_str(), r.entries, r.bytes, r.gzip);
+    println!(
+        "{path}: {} {} entries, {urls} handed on, {} bytes read, gzip {}",
+        r.kind.as_str(),
+        r.entries,
+        r.bytes,
+        r.gzip
+    );
     for f in &r.findings.0 {
         println!("  {}: {f}", f.what.key());
     }

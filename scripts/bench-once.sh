@@ -8,7 +8,10 @@
 # The row `variants` is this tree with every site by name, so with its
 # default host variants (https:// and www., each fetched and judged after
 # every poll; www. redirects to the site, https:// is refused), reached on
-# loopback through http.connect_to.
+# loopback through http.connect_to. The row `sitemaps` is this tree with
+# every file naming a served sitemap of 101 URLs (one disallowed), read at
+# first sight (one alert a site) and not again while unchanged; every other
+# row's files name no sitemap (FLEET_SITEMAPS=none).
 #   [BASE=rev] [BASE_TARGET=dir] [RUNS=2] scripts/bench-once.sh [SITES=10000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,9 +38,12 @@ base_target=${BASE_TARGET:-$work/base-target}
 base_bin="$base_target/release/robots-monitor"
 
 port=18090
-"$fleet" "$port" 2>/dev/null &
+FLEET_SITEMAPS=none "$fleet" "$port" 2>/dev/null &
 origin=$!
-trap 'kill $origin 2>/dev/null || true; git worktree remove --force "$tree" 2>/dev/null || true' EXIT
+sitemap_port=18092
+FLEET_SITEMAPS=served "$fleet" "$sitemap_port" 2>/dev/null &
+sitemap_origin=$!
+trap 'kill $origin $sitemap_origin 2>/dev/null || true; git worktree remove --force "$tree" 2>/dev/null || true' EXIT
 sleep 0.5
 
 refused=$(( port + 1 ))
@@ -47,6 +53,8 @@ config() { # DATABASE [variants]
   echo "interval: 1m"
   if [[ ${2:-} == variants ]]; then
     bench_monitor_named_sites "$sites" "$port" "$refused"
+  elif [[ ${2:-} == sitemaps ]]; then
+    bench_monitor_sites "$sites" "$sitemap_port"
   else
     bench_monitor_sites "$sites" "$port"
   fi
@@ -78,7 +86,7 @@ first_pass() { # BIN CONFIG DATABASE LOG: `run` from a fresh file until every si
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo); $sites sites; base $(git rev-parse --short "$base")"
 printf "%-6s %-5s %14s %14s %14s %9s\n" build run "first sight" unchanged "run 1st pass" "slow acq"
 for ((r = 1; r <= runs; r++)); do
-  for which in base now variants; do
+  for which in base now variants sitemaps; do
     bin=$base_bin
     [[ $which != base ]] && bin=$now_bin
     db="$work/$which-$r.db"

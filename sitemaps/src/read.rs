@@ -437,8 +437,7 @@ impl Reader<'_> {
             }
         };
         if let Some(origin) = &self.cx.origin {
-            let here = parsed.origin().ascii_serialization();
-            if !here.eq_ignore_ascii_case(origin) {
+            if !same_origin(&parsed, origin) {
                 let shown = shorten(loc);
                 let origin = origin.clone();
                 self.out.findings.add(What::OtherHost, line, 0, || {
@@ -474,6 +473,24 @@ impl Reader<'_> {
             _ => self.out.findings.add(What::Unavailable, 0, 0, || format!("reading the file failed: {e}")),
         }
     }
+}
+
+/// Whether `url` is on `origin` (`scheme://host[:port]`), without
+/// building the URL's own origin string.
+fn same_origin(url: &url::Url, origin: &str) -> bool {
+    let Some(rest) = origin.strip_prefix(url.scheme()).and_then(|r| r.strip_prefix("://")) else { return false };
+    let host = url.host_str().unwrap_or_default();
+    // An IPv6 literal keeps its brackets, as `host_str` gives it.
+    let (want_host, want_port) = match rest.find(']') {
+        Some(end) => (&rest[..=end], rest[end + 1..].strip_prefix(':').and_then(|p| p.parse::<u16>().ok())),
+        None => match rest.rsplit_once(':') {
+            Some((h, p)) => (h, p.parse::<u16>().ok()),
+            None => (rest, None),
+        },
+    };
+    let default = if url.scheme() == "https" { 443 } else { 80 };
+    want_host.eq_ignore_ascii_case(host)
+        && want_port.unwrap_or(default) == url.port_or_known_default().unwrap_or(default)
 }
 
 fn shorten(s: &str) -> String {
@@ -542,9 +559,11 @@ impl BufRead for Counted<'_> {
         if let Ok(buf) = self.inner.fill_buf() {
             let seen = &buf[..n.min(buf.len())];
             self.hash.update(seen);
-            for i in memchr_iter(b'\n', seen) {
-                self.lines += 1;
-                self.line_start = self.offset + i as u64 + 1;
+            let newlines = memchr::memchr_iter(b'\n', seen).count() as u64;
+            if newlines > 0 {
+                self.lines += newlines;
+                let last = memchr::memrchr(b'\n', seen).unwrap_or(0);
+                self.line_start = self.offset + last as u64 + 1;
             }
         }
         self.offset += n as u64;
@@ -552,11 +571,27 @@ impl BufRead for Counted<'_> {
     }
 }
 
-fn memchr_iter(needle: u8, hay: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    hay.iter().enumerate().filter(move |(_, b)| **b == needle).map(|(i, _)| i)
-}
-
 /// Reads all of a byte slice (for `robots lint --sitemap` on a file).
 pub fn read_bytes(bytes: &[u8], cx: &Context, seen: &mut Seen, visit: &mut dyn FnMut(&str)) -> Reading {
     read(io::Cursor::new(bytes), cx, seen, visit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_origin;
+
+    #[test]
+    fn origins_compare_by_scheme_host_and_port() {
+        let yes = |u: &str, o: &str| same_origin(&url::Url::parse(u).unwrap(), o);
+        assert!(yes("https://Shop.Example/a", "https://shop.example"));
+        assert!(yes("https://shop.example:443/a", "https://shop.example"));
+        assert!(yes("http://127.0.0.1:8080/a", "http://127.0.0.1:8080"));
+        assert!(yes("http://[::1]/a", "http://[::1]"));
+        assert!(yes("http://[::1]:81/a", "http://[::1]:81"));
+        assert!(!yes("http://shop.example/a", "https://shop.example"));
+        assert!(!yes("https://shop.example:8443/a", "https://shop.example"));
+        assert!(!yes("https://www.shop.example/a", "https://shop.example"));
+        assert!(!yes("https://shop.example.evil/a", "https://shop.example"));
+        assert!(!yes("http://[::1]:81/a", "http://[::1]"));
+    }
 }

@@ -239,6 +239,14 @@ mod tests {
         bad("    variants: { hosts: [ { host: m.a.example, must: never } ] }\n", "must");
         bad("    edge: { origin: /robots.txt }\n", "sites[0].edge.origin");
         bad("    edge: { max_grace: 0s }\n", "sites[0].edge.max_grace");
+        bad("    sitemaps: { every: 0s }\n", "sites[0].sitemaps.every");
+        bad("    sitemaps: { check: sometimes }\n", "check");
+        bad("    sitemaps: { keep_open: yes please }\n", "keep_open");
+        let c = parse(&format!("{base}    sitemaps: {{ check: on, every: 1h, keep_open: true }}\n")).unwrap();
+        let s = &c.sites[0].sitemaps;
+        assert_eq!((s.check, s.every, s.keep_open), (crate::sitemaps::Check::On, Duration::from_secs(3600), true));
+        assert!(parse(base).unwrap().sites[0].sitemaps.checked(true));
+        assert!(!parse(base).unwrap().sites[0].sitemaps.keep_open);
         let e = parse(&format!("http:\n  connect_to: {{ \"a.example:8080\": \"127.0.0.1:1\" }}\n{base}")).unwrap_err();
         assert!(e.to_string().contains("http.connect_to.a.example:8080"), "{e}");
         let e = parse(&format!("http:\n  connect_to: {{ \"a.example:443\": \"nowhere\" }}\n{base}")).unwrap_err();

@@ -201,6 +201,10 @@ impl Config {
             if site.edge.max_grace.is_zero() {
                 return Err(invalid(format!("sites[{i}].edge.max_grace"), "must be more than zero"));
             }
+            // Read at every poll, sitemaps would cost more than the polls.
+            if site.sitemaps.every < std::time::Duration::from_secs(1) {
+                return Err(invalid(format!("sites[{i}].sitemaps.every"), "must be at least 1s (the default is 6h)"));
+            }
         }
         for (k, v) in &self.http.connect_to {
             let port =

@@ -379,10 +379,9 @@ impl Monitor {
     ) -> Outcome {
         let tally = Tally::new(None, policy.clone(), agents);
         let walked = walk(self.fetcher(), named, options, tally).await;
-        let complete = !walked
-            .files
-            .iter()
-            .any(|f| f.findings.0.iter().any(|x| matches!(x.what, What::Unavailable | What::Timeout)));
+        let complete = !walked.files.iter().any(|f| {
+            f.findings.0.iter().any(|x| matches!(x.what, What::Unavailable | What::Timeout | What::OutOfTime))
+        });
         Outcome { conflicts: walked.sink.finish(), files: walked.files, complete }
     }
 

@@ -54,6 +54,8 @@ pub enum What {
     Empty,
     /// More sitemap files than are read in one check.
     TooManyFiles,
+    /// The check's whole time ran out before every file was read.
+    OutOfTime,
 }
 
 impl What {
@@ -84,6 +86,7 @@ impl What {
             What::Loop => "loop",
             What::Empty => "empty",
             What::TooManyFiles => "too-many-files",
+            What::OutOfTime => "out-of-time",
         }
     }
 

@@ -30,6 +30,10 @@ pub struct Options {
     pub deadline: Duration,
     /// At most this many files.
     pub max_files: usize,
+    /// The longest the whole walk may take: files not begun by then are
+    /// not read (an `out-of-time` finding), so that a site's sitemaps never
+    /// stall its monitor.
+    pub budget: Duration,
     /// Validators from the last check, by sitemap URL: a `304` means that
     /// file did not change.
     pub validators: HashMap<String, Validators>,
@@ -45,6 +49,7 @@ impl Options {
             origin,
             deadline: Duration::from_secs(60),
             max_files: MAX_FILES,
+            budget: Duration::from_secs(300),
             validators: HashMap::new(),
             children: HashMap::new(),
         }
@@ -176,7 +181,13 @@ pub async fn walk<S: Sink>(fetcher: &Fetcher, named: &[(u32, String)], options: 
     let mut queue: Vec<(String, Option<String>, u32)> = named.iter().map(|(l, u)| (u.clone(), None, *l)).collect();
     queue.reverse();
     let mut skipped = 0usize;
+    let mut late = 0usize;
+    let started = tokio::time::Instant::now();
     while let Some((url, from, line)) = queue.pop() {
+        if started.elapsed() >= options.budget {
+            late += 1;
+            continue;
+        }
         if files.iter().any(|f| f.url == url) {
             if let Some(parent) = from.as_ref().and_then(|p| files.iter_mut().find(|f| &f.url == p)) {
                 parent.findings.add(What::Loop, 0, 0, || format!("the index lists {url}, which is already read"));
@@ -187,7 +198,7 @@ pub async fn walk<S: Sink>(fetcher: &Fetcher, named: &[(u32, String)], options: 
             skipped += 1;
             continue;
         }
-        let mut file = fetch_one(fetcher, &url, options, &jobs_tx).await;
+        let mut file = fetch_one(fetcher, &url, options, started + options.budget, &jobs_tx).await;
         file.from = from.clone();
         file.line = line;
         if file.not_modified
@@ -226,6 +237,14 @@ pub async fn walk<S: Sink>(fetcher: &Fetcher, named: &[(u32, String)], options: 
             format!("{skipped} more sitemap files are listed; one check reads at most {max}")
         });
     }
+    if late > 0
+        && let Some(first) = files.first_mut()
+    {
+        let budget = humantime_secs(options.budget);
+        first
+            .findings
+            .add(What::OutOfTime, 0, 0, || format!("{late} sitemap files were not read: the check's {budget} ran out"));
+    }
     drop(jobs_tx);
     let (sink, distinct) = match reader.await {
         Ok(v) => v,
@@ -235,8 +254,18 @@ pub async fn walk<S: Sink>(fetcher: &Fetcher, named: &[(u32, String)], options: 
     Walked { files, sink, distinct }
 }
 
+fn humantime_secs(d: Duration) -> String {
+    format!("{}s", d.as_secs())
+}
+
 /// Fetches one file, following redirects, and reads its body.
-async fn fetch_one(fetcher: &Fetcher, url: &str, options: &Options, jobs: &mpsc::UnboundedSender<Job>) -> File {
+async fn fetch_one(
+    fetcher: &Fetcher,
+    url: &str,
+    options: &Options,
+    until: tokio::time::Instant,
+    jobs: &mpsc::UnboundedSender<Job>,
+) -> File {
     let mut file = File {
         url: url.to_string(),
         from: None,
@@ -248,7 +277,8 @@ async fn fetch_one(fetcher: &Fetcher, url: &str, options: &Options, jobs: &mpsc:
         reading: None,
         findings: Findings::default(),
     };
-    let deadline = tokio::time::Instant::now() + options.deadline;
+    // The file's own deadline, within what is left of the walk's budget.
+    let deadline = (tokio::time::Instant::now() + options.deadline).min(until);
     let mut target = match reqwest::Url::parse(url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") => u,
         _ => {

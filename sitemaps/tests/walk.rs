@@ -101,3 +101,20 @@ fn loops_of_redirects_and_unchanged_files() {
     let same = file(&files, &o, "/same.xml");
     assert!(same.not_modified && same.state() == "unchanged", "{same:?}");
 }
+
+#[test]
+fn the_whole_walk_has_a_budget() {
+    let o = Origin::start();
+    let chunks: Vec<Vec<u8>> = urlset(&o, &["/x"]).into_iter().map(|b| vec![b]).collect();
+    for i in 0..5 {
+        o.set(&format!("/slow{i}.xml"), Reply::Stream { chunks: chunks.clone(), pause: Duration::from_millis(100) });
+    }
+    let named: Vec<String> = (0..5).map(|i| format!("/slow{i}.xml")).collect();
+    let named: Vec<&str> = named.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    let opts = Options { deadline: Duration::from_secs(10), budget: Duration::from_millis(1500), ..options(&o) };
+    let (files, _) = run(&o, &named, opts);
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    assert!(files[0].findings.has(What::OutOfTime), "{files:#?}");
+    assert!(files.len() < 5);
+}

@@ -73,10 +73,9 @@ impl Refresher {
         let (listed, fetcher, name) = (Arc::clone(listed), fetcher.clone(), site.name.clone());
         tokio::spawn(async move {
             let walked = walk(&fetcher, &named, &Options::new(None), Vec::new()).await;
-            let failed = walked
-                .files
-                .iter()
-                .any(|f| f.findings.0.iter().any(|x| matches!(x.what, What::Unavailable | What::Timeout)));
+            let failed = walked.files.iter().any(|f| {
+                f.findings.0.iter().any(|x| matches!(x.what, What::Unavailable | What::Timeout | What::OutOfTime))
+            });
             if failed && walked.sink.is_empty() {
                 tracing::warn!(site = %name, "the sitemaps could not be read; the gate keeps the URLs it read before");
             } else {

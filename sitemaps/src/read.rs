@@ -436,15 +436,15 @@ impl Reader<'_> {
                 return;
             }
         };
-        if let Some(origin) = &self.cx.origin {
-            if !same_origin(&parsed, origin) {
-                let shown = shorten(loc);
-                let origin = origin.clone();
-                self.out.findings.add(What::OtherHost, line, 0, || {
-                    format!("{shown} is not on {origin}, the host whose robots.txt names this sitemap")
-                });
-                return;
-            }
+        if let Some(origin) = &self.cx.origin
+            && !same_origin(&parsed, origin)
+        {
+            let shown = shorten(loc);
+            let origin = origin.clone();
+            self.out.findings.add(What::OtherHost, line, 0, || {
+                format!("{shown} is not on {origin}, the host whose robots.txt names this sitemap")
+            });
+            return;
         }
         if !self.seen.first(loc) {
             let shown = shorten(loc);

@@ -19,7 +19,7 @@ pub struct Declared {
     pub floor: Floor,
     /// The URLs the site's sitemaps list, when it asks the gate to keep
     /// them open (`sitemaps.keep_open`).
-    pub listed: Option<std::sync::Arc<super::sitemaps::Listed>>,
+    pub listed: Option<std::sync::Arc<super::listed::Listed>>,
 }
 
 impl Declared {
@@ -37,7 +37,7 @@ impl Declared {
             listed: site
                 .sitemaps
                 .keep_open
-                .then(|| std::sync::Arc::new(super::sitemaps::Listed::new(site.sitemaps.every))),
+                .then(|| std::sync::Arc::new(super::listed::Listed::new(site.sitemaps.every))),
         }
     }
 

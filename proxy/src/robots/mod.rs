@@ -8,6 +8,7 @@
 
 pub mod gate;
 pub mod hold;
+pub mod listed;
 pub mod refresh;
 pub mod refresher;
 pub mod shared;

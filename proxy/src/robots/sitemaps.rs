@@ -12,50 +12,14 @@
 //! bad minute never drops the protection.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
-use arc_swap::ArcSwap;
 use robotsgate_sitemaps::{Options, What, walk};
 
+use super::listed::Listed;
 use super::refresher::{Refresher, SiteRobots};
 use super::store::State;
-
-/// The listed URLs of one site, and when they were read.
-#[derive(Debug)]
-pub struct Listed {
-    /// How often to read them again while the good copy stays the same.
-    every: Duration,
-    /// The URLs, as the gate judges with them.
-    urls: ArcSwap<Vec<String>>,
-    /// The good copy they were read for (its body hash) and when.
-    read: std::sync::Mutex<Option<(String, Instant)>>,
-    /// A read is under way.
-    reading: AtomicBool,
-}
-
-impl Listed {
-    /// Nothing read yet; read again every `every`.
-    pub fn new(every: Duration) -> Listed {
-        Listed {
-            every,
-            urls: ArcSwap::from_pointee(Vec::new()),
-            read: std::sync::Mutex::new(None),
-            reading: AtomicBool::new(false),
-        }
-    }
-
-    /// The URLs now.
-    pub fn urls(&self) -> Arc<Vec<String>> {
-        self.urls.load_full()
-    }
-
-    /// Whether the copy with hash `hash` needs its sitemaps read.
-    fn due(&self, hash: &str) -> bool {
-        let read = self.read.lock().unwrap_or_else(|e| e.into_inner());
-        read.as_ref().is_none_or(|(h, at)| h != hash || at.elapsed() >= self.every)
-    }
-}
 
 impl Refresher {
     /// Starts reading `site`'s sitemaps when they are due, in a task of
@@ -70,7 +34,7 @@ impl Refresher {
         }
         let named: Vec<(u32, String)> =
             served.robots.sitemaps().map(|(line, v)| (line, String::from_utf8_lossy(v).trim().to_string())).collect();
-        let (listed, fetcher, name) = (Arc::clone(listed), fetcher.clone(), site.name.clone());
+        let (listed, fetcher, name): (Arc<Listed>, _, _) = (Arc::clone(listed), fetcher.clone(), site.name.clone());
         tokio::spawn(async move {
             let walked = walk(&fetcher, &named, &Options::new(None), Vec::new()).await;
             let failed = walked.files.iter().any(|f| {

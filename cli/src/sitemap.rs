@@ -38,7 +38,7 @@ impl Listed {
 /// The search crawlers of the built-in catalogue: whom sitemap URLs must
 /// stay open for.
 pub fn search_crawlers() -> Vec<String> {
-    Catalogue::builtin().crawlers().iter().filter(|c| c.purpose == Purpose::Search).map(|c| c.token.clone()).collect()
+    Catalogue::builtin().tokens_of(Purpose::Search)
 }
 
 /// Reads every source: `http(s)://` URLs are fetched, anything else is a

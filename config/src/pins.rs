@@ -352,8 +352,7 @@ impl crate::Site {
                 urls.push(first.url().to_string());
             }
         }
-        let agents =
-            catalogue.crawlers().iter().filter(|c| c.purpose == Purpose::Search).map(|c| c.token.clone()).collect();
+        let agents = catalogue.tokens_of(Purpose::Search);
         rules::gate::Floor { urls, agents, listed: Default::default() }
     }
 }

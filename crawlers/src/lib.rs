@@ -307,6 +307,13 @@ impl Catalogue {
         &self.crawlers
     }
 
+    /// The product tokens of the crawlers with `purpose`, in catalogue
+    /// order: the search crawlers whose verdicts the gate's floor and the
+    /// sitemap checks guard, say.
+    pub fn tokens_of(&self, purpose: Purpose) -> Vec<String> {
+        self.crawlers.iter().filter(|c| c.purpose == purpose).map(|c| c.token.clone()).collect()
+    }
+
     /// The crawler with product token `token`, compared case-insensitively.
     pub fn get(&self, token: &str) -> Option<&Crawler> {
         self.crawlers.iter().find(|c| c.token.eq_ignore_ascii_case(token))

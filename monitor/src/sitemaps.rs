@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use robotsgate_config::{AlertSeverity, Site, Source};
 use robotsgate_crawlers::Purpose;
-use robotsgate_sitemaps::{File, Options, What, walk};
+use robotsgate_sitemaps::{File, Options, walk};
 use rules::Policy;
 use rules::sitemap::{Conflicts, Tally};
 use serde_json::{Value, json};
@@ -301,18 +301,11 @@ impl Monitor {
         }
         let policy = Policy::from_fetch(outcome);
         let Some(robots) = policy.robots() else { return Ok(()) };
-        let named: Vec<(u32, String)> =
-            robots.sitemaps().map(|(line, v)| (line, String::from_utf8_lossy(v).trim().to_string())).collect();
+        let named = robotsgate_sitemaps::named(robots);
         if named.is_empty() {
             return Ok(());
         }
-        let agents: Vec<String> = self
-            .catalogue()
-            .crawlers()
-            .iter()
-            .filter(|c| c.purpose == Purpose::Search)
-            .map(|c| c.token.clone())
-            .collect();
+        let agents = self.catalogue().tokens_of(Purpose::Search);
         let mut options = Options::new(url.as_deref().and_then(origin_of));
         options.deadline = self.config().http.timeout.max(std::time::Duration::from_secs(30));
         // Unchanged files may answer 304 only when robots.txt is the one
@@ -343,12 +336,7 @@ impl Monitor {
         if unchanged && let Some(p) = &previous {
             // Nothing changed: the last outcome stands.
             if now - p.checked_at >= TOUCH_EVERY_MS.min(every) {
-                sqlx::query("UPDATE sitemap_checks SET checked_at = $1 WHERE id = $2")
-                    .bind(now)
-                    .bind(p.id)
-                    .execute(self.store().pool())
-                    .await
-                    .map_err(q("touching a sitemap check"))?;
+                touch(self.store().pool(), p.id, now).await?;
             }
             self.remember(site, &robots_hash, now);
             return Ok(());
@@ -379,9 +367,7 @@ impl Monitor {
     ) -> Outcome {
         let tally = Tally::new(None, policy.clone(), agents);
         let walked = walk(self.fetcher(), named, options, tally).await;
-        let complete = !walked.files.iter().any(|f| {
-            f.findings.0.iter().any(|x| matches!(x.what, What::Unavailable | What::Timeout | What::OutOfTime))
-        });
+        let complete = !walked.files.iter().any(File::unread);
         Outcome { conflicts: walked.sink.finish(), files: walked.files, complete }
     }
 
@@ -406,14 +392,8 @@ impl Monitor {
             (false, false) => was,
         };
         let ended = was.is_some() && trouble_since.is_none();
-        if previous.is_some_and(|p| p.state == state && p.trouble_since == trouble_since) {
-            sqlx::query("UPDATE sitemap_checks SET checked_at = $1 WHERE id = $2")
-                .bind(now)
-                .bind(previous.map_or(0, |p| p.id))
-                .execute(self.store().pool())
-                .await
-                .map_err(q("touching a sitemap check"))?;
-            return Ok(());
+        if let Some(p) = previous.filter(|p| p.state == state && p.trouble_since == trouble_since) {
+            return touch(self.store().pool(), p.id, now).await;
         }
         let mut tx = self.store().pool().begin().await.map_err(q("starting a sitemap check"))?;
         if previous.is_some_and(|p| p.state == state) {
@@ -550,6 +530,17 @@ impl Monitor {
         let inner = format!("<p><strong>{}</strong></p>", esc(&text));
         (subject, text, crate::letter::page(AlertSeverity::Info, &inner, link.as_deref()))
     }
+}
+
+/// Moves an unchanged check's `checked_at` forward.
+async fn touch(pool: &sqlx::AnyPool, id: i64, now: i64) -> Result<(), StoreError> {
+    sqlx::query("UPDATE sitemap_checks SET checked_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(id)
+        .execute(pool)
+        .await
+        .map_err(q("touching a sitemap check"))?;
+    Ok(())
 }
 
 /// Whether a robots.txt body may name a sitemap: a byte scan that keeps

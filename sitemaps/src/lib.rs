@@ -17,4 +17,4 @@ pub mod walk;
 
 pub use finding::{Finding, Findings, What};
 pub use read::{Context, Kind, Reading, Seen, read};
-pub use walk::{File, Options, Sink, Walked, walk};
+pub use walk::{File, Options, Sink, Walked, named, walk};

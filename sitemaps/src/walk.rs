@@ -93,6 +93,12 @@ impl File {
         }
     }
 
+    /// Whether it could not be read (5xx, no answer, a deadline, the
+    /// walk's budget): then the walk's counts are no evidence of its URLs.
+    pub fn unread(&self) -> bool {
+        self.findings.0.iter().any(|x| matches!(x.what, What::Unavailable | What::Timeout | What::OutOfTime))
+    }
+
     /// URLs handed on from it.
     pub fn listed(&self) -> u64 {
         self.reading.as_ref().map_or(0, |r| if r.kind == Kind::Index { 0 } else { r.listed })
@@ -129,6 +135,12 @@ impl io::Read for Chunks {
         let _ = self.current.split_to(n);
         Ok(n)
     }
+}
+
+/// The sitemaps `robots` names (`Sitemap:` lines), with their lines, as a
+/// walk takes them.
+pub fn named(robots: &rules::Robots) -> Vec<(u32, String)> {
+    robots.sitemaps().map(|(line, v)| (line, String::from_utf8_lossy(v).trim().to_string())).collect()
 }
 
 /// Where the URLs of a walk go, on the reading thread.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use robotsgate_sitemaps::{Options, What, walk};
+use robotsgate_sitemaps::{Options, walk};
 
 use super::listed::Listed;
 use super::refresher::{Refresher, SiteRobots};
@@ -32,15 +32,14 @@ impl Refresher {
         if !listed.due(&hash) || listed.reading.swap(true, Ordering::SeqCst) {
             return;
         }
-        let named: Vec<(u32, String)> =
-            served.robots.sitemaps().map(|(line, v)| (line, String::from_utf8_lossy(v).trim().to_string())).collect();
+        let named = robotsgate_sitemaps::named(&served.robots);
         let (listed, fetcher, name): (Arc<Listed>, _, _) = (Arc::clone(listed), fetcher.clone(), site.name.clone());
         tokio::spawn(async move {
             let walked = walk(&fetcher, &named, &Options::new(None), Vec::new()).await;
-            let failed = walked.files.iter().any(|f| {
-                f.findings.0.iter().any(|x| matches!(x.what, What::Unavailable | What::Timeout | What::OutOfTime))
-            });
-            if failed && walked.sink.is_empty() {
+            // A partial read replaces nothing but an empty list: the URLs
+            // of the files it could not read would be lost to the gate.
+            let failed = walked.files.iter().any(robotsgate_sitemaps::File::unread);
+            if failed && !listed.urls().is_empty() {
                 tracing::warn!(site = %name, "the sitemaps could not be read; the gate keeps the URLs it read before");
             } else {
                 tracing::info!(site = %name, urls = walked.sink.len(), files = walked.files.len(), "sitemaps read for the gate");

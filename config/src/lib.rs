@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod alerts;
+pub mod budgets;
 mod console;
 mod credentials;
 mod explain;

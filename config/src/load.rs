@@ -240,6 +240,29 @@ mod tests {
         bad("    edge: { origin: /robots.txt }\n", "sites[0].edge.origin");
         bad("    edge: { max_grace: 0s }\n", "sites[0].edge.max_grace");
         bad("    sitemaps: { every: 0s }\n", "sites[0].sitemaps.every");
+        let fronted = |budgets: &str| {
+            format!(
+                "{base}    proxy:\n      hosts: [a.example]\n      origin: 127.0.0.1:8080\n      budgets: {budgets}\n"
+            )
+        };
+        let c =
+            parse(&fronted("[ { purpose: ai-training, rate: 30/m, burst: 10 }, { identity: spoofed, rate: 2/s } ]"))
+                .unwrap();
+        let b = &c.sites[0].proxy.as_ref().unwrap().budgets;
+        assert_eq!(b[0].rate.interval(), Duration::from_secs(2));
+        assert_eq!((b[1].burst, b[1].describe().as_str()), (1, "spoofed: 2/s (burst 1)"));
+        for (budgets, says) in [
+            ("[ { rate: 30 } ]", "requests/period"),
+            ("[ { rate: 0/m } ]", "at least 1 request"),
+            ("[ { rate: 3/d } ]", "requests/period"),
+            ("[ { purpose: training, rate: 1/s } ]", "budgets[0].purpose"),
+            ("[ { identity: real, rate: 1/s } ]", "budgets[0].identity"),
+            ("[ { rate: 1/s, burst: 0 } ]", "budgets[0].burst"),
+            ("[ { rate: 1/s, speed: 2 } ]", "speed"),
+        ] {
+            let e = parse(&fronted(budgets)).unwrap_err().to_string();
+            assert!(e.contains(says), "{budgets}: {e}");
+        }
         bad("    sitemaps: { check: sometimes }\n", "check");
         bad("    sitemaps: { keep_open: yes please }\n", "keep_open");
         let c = parse(&format!("{base}    sitemaps: {{ check: on, every: 1h, keep_open: true }}\n")).unwrap();

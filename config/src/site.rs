@@ -140,6 +140,10 @@ pub struct SiteProxy {
     /// pages, and, if asked, enforcement.
     #[serde(default)]
     pub ai_policy: Option<AiPolicySettings>,
+    /// Crawl budgets: crawler requests over a rate get 429 with
+    /// `Retry-After`, never `/robots.txt`.
+    #[serde(default)]
+    pub budgets: Vec<crate::budgets::Budget>,
 }
 
 impl SiteProxy {

@@ -86,6 +86,24 @@ impl Config {
             if p.robots_file.is_some() && p.robots_static.is_some() {
                 return Err(invalid(key("robots_file"), "give `robots_file` or `robots_static`, not both"));
             }
+            for (b, budget) in p.budgets.iter().enumerate() {
+                if let Some(purpose) = &budget.purpose
+                    && crate::pins::purpose_named(purpose).is_none()
+                {
+                    return Err(invalid(key(&format!("budgets[{b}].purpose")), "a purpose: search, ai-training, …"));
+                }
+                if let Some(identity) = &budget.identity
+                    && !crate::budgets::IDENTITIES.contains(&identity.as_str())
+                {
+                    return Err(invalid(
+                        key(&format!("budgets[{b}].identity")),
+                        "verified, unverifiable, spoofed or unchecked",
+                    ));
+                }
+                if budget.burst == 0 {
+                    return Err(invalid(key(&format!("budgets[{b}].burst")), "at least 1"));
+                }
+            }
             if let Some(ai) = &p.ai_policy {
                 for (name, value) in &ai.payment_headers {
                     let token = !name.is_empty()

@@ -37,18 +37,22 @@ pub struct FrontedSite {
     /// The `Content-Usage` header its AI policy adds to proxied responses
     /// that carry none of their own.
     pub content_usage: Option<String>,
+    /// Its crawl budgets.
+    pub budgets: crate::crawlers::budget::Budgets,
 }
 
 impl FrontedSite {
     /// A site as configured.
     pub fn new(name: &str, proxy: SiteProxy) -> FrontedSite {
         let content_usage = proxy.ai_policy.as_ref().map(|p| crate::crawlers::ai::policy(p).usage_value());
+        let budgets = crate::crawlers::budget::Budgets::new(&proxy.budgets, 1.0);
         FrontedSite {
             name: name.to_string(),
             origin: Origin::new(&proxy.origin),
             proxy,
             upstream: Upstream::default(),
             content_usage,
+            budgets,
         }
     }
 }
@@ -285,11 +289,30 @@ impl Gateway {
             }
         }
         let (mut visit, enforced) = judged;
+        let mut throttled = false;
+        // A request the site lets through may still be over its crawl
+        // budget: judged once, for the claim it is counted under.
+        if visit.refusal.is_none()
+            && !site.budgets.is_empty()
+            && let Err(t) = site.budgets.admit(claim.crawler, visit.identity)
+        {
+            let identity = crate::crawlers::budget::identity_label(visit.identity);
+            let purpose = claim.crawler.purpose.as_str();
+            self.metrics.throttled.with_label_values(&[&site.name, &claim.crawler.token, purpose, identity]).inc();
+            let body = format!(
+                "over this site's crawl budget for {} ({}); come back in {} s\n",
+                visit.crawler, t.budget, t.retry_after
+            );
+            visit.refusal =
+                Some(Refusal { status: 429, headers: vec![("Retry-After".into(), t.retry_after.to_string())], body });
+            throttled = true;
+        }
         if !claim.others.is_empty() {
             visit.claims = claim.each().map(|(_, w)| w.to_string()).collect();
         }
         let identity_label = visit.identity.map_or("off", Answer::as_str);
         let verdict = match enforced {
+            _ if throttled => "budget",
             Some(reason @ ("spoofed" | "ai-policy")) => reason,
             _ if visit.allowed => "allow",
             _ => "disallow",

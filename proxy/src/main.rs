@@ -335,6 +335,29 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 n(d.floor.urls.len(), "URL", "URLs"),
                 n(d.floor.agents.len(), "search crawler", "search crawlers"),
             );
+            if site.sitemaps.keep_open {
+                println!(
+                    "== {}: the gate keeps the sitemaps' URLs open (read every {})",
+                    site.name,
+                    humantime::format_duration(site.sitemaps.every)
+                );
+            }
+        }
+        for (name, p) in &fronted {
+            for b in &p.budgets {
+                // One gateway's share is the whole budget until fleets share it.
+                println!("== {name}: budget {}; this gateway's share: all of it", b.describe());
+                let names_search = b
+                    .crawler
+                    .as_deref()
+                    .and_then(|t| catalogue.get(t))
+                    .is_some_and(|c| c.purpose == robotsgate_crawlers::Purpose::Search);
+                if names_search {
+                    println!(
+                        "== {name}: warning: this budget can throttle a verified search crawler; a burst of 429s cuts its crawl rate"
+                    );
+                }
+            }
         }
         for (name, p) in &fronted {
             let Some(ai) = &p.ai_policy else { continue };

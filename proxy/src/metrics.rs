@@ -23,6 +23,8 @@ pub struct Metrics {
     /// Requests answered 403, by site, crawler and reason (`robots` or
     /// `spoofed`).
     pub enforced: IntCounterVec,
+    /// Crawler requests over a crawl budget, answered 429.
+    pub throttled: IntCounterVec,
     /// Prefixes in each IP-range feed's copy in use.
     pub feed_prefixes: IntGaugeVec,
     /// Seconds since each feed's copy in use was fetched (-1: none yet).
@@ -273,6 +275,14 @@ impl Metrics {
                 "robotsgate_enforced_total",
                 "Crawler requests refused with 403",
                 &["site", "crawler", "reason"],
+            ),
+            // Bounded: the config's sites, catalogue tokens, purposes and
+            // four identity labels.
+            throttled: counter(
+                &registry,
+                "robotsgate_throttled_total",
+                "Crawler requests over a crawl budget, answered 429 with Retry-After",
+                &["site", "crawler", "purpose", "identity"],
             ),
             robots_served: counter(
                 &registry,

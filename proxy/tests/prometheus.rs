@@ -287,6 +287,7 @@ fn a_fresh_scrape_has_every_series_the_rules_name() {
             || [
                 "robotsgate_crawler_requests_total",
                 "robotsgate_enforced_total",
+                "robotsgate_throttled_total",
                 "robotsgate_gateway_violations_total",
                 "robotsgate_crawler_violations_recent",
                 "robotsgate_crawler_violations_total",

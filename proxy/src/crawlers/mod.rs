@@ -3,6 +3,7 @@
 //! (`ai`), and the compliance ledger (`ledger`, with its `journal`).
 
 pub mod ai;
+pub mod budget;
 pub mod claim;
 pub mod journal;
 pub mod ledger;

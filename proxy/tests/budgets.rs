@@ -82,3 +82,45 @@ fn budgets_hold_on_the_fast_path() {
 fn budgets_hold_on_the_pipeline() {
     run(false);
 }
+
+/// The same budget over HTTP/2 (the TLS listeners, own path), with curl as
+/// a real h2 client.
+#[test]
+fn budgets_hold_over_h2() {
+    let echo = Echo::start();
+    echo.set_robots("User-agent: *\nDisallow: /private\n");
+    let dir = temp_dir("budgets-h2");
+    let certs = test_certs(&dir, "DNS:shop.test");
+    let (listen, tls, admin) = (free_port(), free_port(), free_port());
+    let yaml = format!(
+        "proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  state_dir: state\n  refresh: 1s\n  grace_period: 1s\n\
+         \x20 tls_listen:\n    - addr: 127.0.0.1:{tls}\n      cert: {}\n      key: {}\n\
+         sites:\n  - name: shop\n    proxy:\n      hosts: [shop.test]\n      origin: {}\n      budgets:\n        - {{ crawler: GPTBot, rate: 60/m, burst: 3 }}\n",
+        certs.cert.display(),
+        certs.key.display(),
+        echo.addr
+    );
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, yaml).unwrap();
+    let plain: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
+    let tls_addr: SocketAddr = format!("127.0.0.1:{tls}").parse().unwrap();
+    let admin_addr: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
+    let _proxy = spawn_proxy(&cfg, &[plain, tls_addr, admin_addr]);
+    assert!(eventually(20, || get(plain, "/robots.txt", BROWSER).status == 200));
+    let curl = |path: &str| {
+        let out = std::process::Command::new("curl")
+            .args(["-sk", "--http2", "--max-time", "20", "-D", "-", "-o", "/dev/null", "-A", GPTBOT])
+            .args(["--resolve", &format!("shop.test:{tls}:127.0.0.1"), &format!("https://shop.test:{tls}{path}")])
+            .output()
+            .expect("curl runs");
+        String::from_utf8_lossy(&out.stdout).to_ascii_lowercase()
+    };
+    let heads: Vec<String> = (0..5).map(|i| curl(&format!("/h2/{i}"))).collect();
+    for h in &heads[..3] {
+        assert!(h.starts_with("http/2 200"), "{h}");
+    }
+    assert!(heads[3].starts_with("http/2 429") && heads[3].contains("retry-after: 1"), "{}", heads[3]);
+    for _ in 0..20 {
+        assert!(curl("/robots.txt").starts_with("http/2 200"));
+    }
+}

@@ -40,6 +40,8 @@ pub struct Admin {
     /// Each site's `proxy.hosts`, for `/status` to say which copy each
     /// host is served.
     pub hosts: std::collections::BTreeMap<String, Vec<String>>,
+    /// Each site's crawl budgets, for `/status`.
+    pub budgets: std::collections::BTreeMap<String, Vec<robotsgate_config::budgets::Budget>>,
 }
 
 fn now_secs() -> u64 {
@@ -73,6 +75,29 @@ impl Admin {
             bare.join(", ")
         );
         reply(if require_copy { 503 } else { 200 }, "text/plain", body)
+    }
+
+    /// A site's crawl budgets: each with its rate, burst and this
+    /// gateway's share (all of it until fleets share budgets), and the 429s
+    /// they answered.
+    fn budgets_json(&self, site: &str) -> serde_json::Value {
+        let list = self.budgets.get(site).map(Vec::as_slice).unwrap_or_default();
+        if list.is_empty() {
+            return serde_json::Value::Null;
+        }
+        let mut throttled = 0u64;
+        for family in prometheus::core::Collector::collect(&self.metrics.throttled) {
+            for m in family.get_metric() {
+                if m.get_label().iter().any(|l| l.name() == "site" && l.value() == site) {
+                    throttled += m.get_counter().get_value() as u64;
+                }
+            }
+        }
+        let each: Vec<_> = list
+            .iter()
+            .map(|b| json!({ "budget": b.describe(), "rate": b.rate.to_string(), "burst": b.burst, "share": 1.0 }))
+            .collect();
+        json!({ "each": each, "throttled": throttled })
     }
 
     fn status_json(&self) -> String {
@@ -125,6 +150,7 @@ impl Admin {
                     "ai_policy_conflicts": health.ai_conflicts,
                     "origin_cut": cut,
                     "held": health.held.as_ref().map(|h| h.json()),
+                    "budgets": self.budgets_json(name),
                     "would_have_held": health.would_hold.as_ref().map(|h| h.json()),
                     "pass_through": matches!(&*state, State::Unknown).then_some(
                         "no copy on disk, in the database or from the origin yet: robots.txt and every request pass to the origin unjudged"

@@ -590,6 +590,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .iter()
                 .filter_map(|s| Some((s.name.clone(), s.proxy.as_ref()?.hosts.clone())))
                 .collect(),
+            budgets: config
+                .sites
+                .iter()
+                .filter_map(|s| Some((s.name.clone(), s.proxy.as_ref()?.budgets.clone())))
+                .collect(),
         },
     );
     admin.add_tcp(&settings.admin);

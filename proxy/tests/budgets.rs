@@ -71,6 +71,14 @@ fn run(fast_path: bool) {
         .unwrap_or_else(|| panic!("{metrics}"));
     let n: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
     assert!(n >= 3, "{line}");
+    // /status says the same, with the budget and this gateway's share.
+    let status = request(admin, "GET", "localhost", "/status", &[("Authorization", "Bearer secret")]).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&status.body).unwrap();
+    let budgets = &json["sites"][0]["budgets"];
+    assert_eq!(budgets["throttled"].as_u64(), Some(n), "{budgets}");
+    assert_eq!(budgets["each"][0]["rate"], "60/m");
+    assert_eq!(budgets["each"][0]["budget"], "ai-training: 60/m (burst 5)");
+    assert_eq!(budgets["each"][0]["share"], 1.0);
 }
 
 #[test]

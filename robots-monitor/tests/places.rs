@@ -13,42 +13,12 @@ mod support;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use support::*;
 
 const A: &str = "User-agent: *\nDisallow: /private\n";
 const B: &str = "User-agent: *\nDisallow: /private\nDisallow: /checkout\n";
-
-/// nginx with `servers` (server blocks) and the temp paths a non-root
-/// nginx needs; `None` where nginx is not installed, outside CI.
-fn nginx(dir: &Path, servers: &str) -> Option<Proc> {
-    if Command::new("nginx").arg("-v").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "nginx is required under CI (scripts/services.sh installs it)");
-        eprintln!("nginx not installed; skipping");
-        return None;
-    }
-    let d = dir.display();
-    let conf = dir.join("nginx.conf");
-    std::fs::create_dir_all(dir.join("tmp")).unwrap();
-    std::fs::write(
-        &conf,
-        format!(
-            "daemon off;\nworker_processes 1;\nerror_log {d}/error.log;\npid {d}/nginx.pid;\nevents {{}}\nhttp {{\n\
-             access_log off;\nclient_body_temp_path {d}/tmp;\nproxy_temp_path {d}/tmp;\nfastcgi_temp_path {d}/tmp;\n\
-             uwsgi_temp_path {d}/tmp;\nscgi_temp_path {d}/tmp;\ndefault_type text/plain;\nabsolute_redirect off;\n{servers}\n}}\n"
-        ),
-    )
-    .unwrap();
-    let child = Command::new("nginx")
-        .args(["-c", &conf.display().to_string(), "-p", &d.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("nginx");
-    Some(Proc(child))
-}
 
 fn place_alerts(db: &str, kind: &str) -> i64 {
     scalar(db, &format!("SELECT COUNT(*) FROM alerts WHERE kind = '{kind}'"))
@@ -135,7 +105,7 @@ fn cdn(dir: &Path, port: u16, origin: &Origin, extra: &str) -> Option<Proc> {
         cache = dir.join("cache").display(),
         origin = origin.url("").trim_end_matches('/'),
     );
-    let proc = nginx(dir, &servers)?;
+    let proc = nginx_servers(dir, &servers)?;
     assert!(wait_listening(SocketAddr::from(([127, 0, 0, 1], port)), 10), "nginx did not start");
     Some(proc)
 }
@@ -310,7 +280,7 @@ fn variants_redirecting(db: Db) {
     let Some(database) = fresh_database(db, &dir) else { return };
     let (http, https) = (free_port(), free_port());
     let (certs, servers) = variant_servers(&dir, http, https, GOOD);
-    let Some(_nginx) = nginx(&dir, &servers) else { return };
+    let Some(_nginx) = nginx_servers(&dir, &servers) else { return };
     assert!(wait_listening(SocketAddr::from(([127, 0, 0, 1], https)), 10));
     let config = variant_config(&dir, &database, http, https, &certs.ca, "");
     for _ in 0..2 {
@@ -372,7 +342,7 @@ fn variants_broken(db: Db) {
     let Some(database) = fresh_database(db, &dir) else { return };
     let (http, https) = (free_port(), free_port());
     let (certs, servers) = variant_servers(&dir, http, https, BAD);
-    let Some(_nginx) = nginx(&dir, &servers) else { return };
+    let Some(_nginx) = nginx_servers(&dir, &servers) else { return };
     assert!(wait_listening(SocketAddr::from(([127, 0, 0, 1], https)), 10));
     let config = variant_config(&dir, &database, http, https, &certs.ca, LISTED);
     // The schema first (two first starts on one fresh SQLite file race

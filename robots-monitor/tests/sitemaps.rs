@@ -9,43 +9,23 @@ mod support;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use support::*;
 
 const NS: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
 
-/// nginx serving `root` on `port`; `None` where nginx is not installed,
-/// outside CI.
-fn nginx(dir: &Path, port: u16, root: &Path) -> Option<Proc> {
-    if Command::new("nginx").arg("-v").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "nginx is required under CI (scripts/services.sh installs it)");
-        eprintln!("nginx not installed; skipping");
-        return None;
-    }
-    let d = dir.display();
-    let conf = dir.join("nginx.conf");
-    std::fs::create_dir_all(dir.join("tmp")).unwrap();
-    std::fs::write(
-        &conf,
-        format!(
-            "daemon off;\nworker_processes 1;\nerror_log {d}/error.log;\npid {d}/nginx.pid;\nevents {{}}\nhttp {{\n\
-             access_log {d}/access.log;\nclient_body_temp_path {d}/tmp;\nproxy_temp_path {d}/tmp;\nfastcgi_temp_path {d}/tmp;\n\
-             uwsgi_temp_path {d}/tmp;\nscgi_temp_path {d}/tmp;\ndefault_type text/plain;\n\
-             server {{ listen 127.0.0.1:{port}; root {root}; location = /old-sitemap.xml {{ return 301 /sitemap_index.xml; }} }}\n}}\n",
-            root = root.display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new("nginx")
-        .args(["-c", &conf.display().to_string(), "-p", &d.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("nginx");
+/// nginx serving `root` on `port`, logging to `dir/access.log`; `None`
+/// where nginx is not installed, outside CI.
+fn nginx_serving(dir: &Path, port: u16, root: &Path) -> Option<Proc> {
+    let server = format!(
+        "server {{ listen 127.0.0.1:{port}; root {root}; access_log {log}; location = /old-sitemap.xml {{ return 301 /sitemap_index.xml; }} }}",
+        root = root.display(),
+        log = dir.join("access.log").display()
+    );
+    let proc = nginx_servers(dir, &server)?;
     assert!(wait_listening(SocketAddr::from(([127, 0, 0, 1], port)), 10), "nginx did not start");
-    Some(Proc(child))
+    Some(proc)
 }
 
 fn urlset(base: &str, paths: &[&str]) -> String {
@@ -91,7 +71,7 @@ fn conflicts_raise_one_alert_and_resolve_once(db: Db) {
     );
     put(&root.join("products.xml.gz"), &gz(&urlset(&base, &["/products/1", "/products/2", "/products/3"])));
     put(&root.join("blog.xml"), urlset(&base, &["/", "/blog/1", "/blog/1"]).as_bytes());
-    let Some(_nginx) = nginx(&dir, port, &root) else { return };
+    let Some(_nginx) = nginx_serving(&dir, port, &root) else { return };
     let smtp = Smtp::start(&dir.join("mail"));
     let config = write_config(
         &dir,

@@ -1,7 +1,7 @@
 //! Reading and judging a generated sitemap family end to end: an index's
 //! 20 sitemaps of 50,000 URLs (one million), each read from memory by the
 //! streaming reader (plain XML and gzip) and every URL handed to a
-//! `rules::sitemap::Tally` for the 14 search crawlers, against a generated
+//! `rules::sitemap::Tally` for the catalogue's search crawlers, against a generated
 //! robots.txt of 200 rules. The peer in the same run is quick-xml's own
 //! event loop collecting the `<loc>` texts, with no findings and no check.
 //!
@@ -14,23 +14,6 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use robotsgate_sitemaps::read::{Context, Seen, read};
 use rules::{FetchOutcome, Policy};
-
-const SEARCH: [&str; 14] = [
-    "Googlebot",
-    "Googlebot-Image",
-    "Googlebot-Video",
-    "Googlebot-News",
-    "Storebot-Google",
-    "bingbot",
-    "DuckDuckBot",
-    "YandexBot",
-    "Baiduspider",
-    "Applebot",
-    "PetalBot",
-    "Yeti",
-    "SeznamBot",
-    "Qwantbot",
-];
 
 const ROBOTS: &str = "User-agent: *\nDisallow: /cart\nDisallow: /checkout/\nDisallow: /*?sort=\nDisallow: /search\nAllow: /search/help\n\nUser-agent: Googlebot\nDisallow: /private/\nDisallow: /*.pdf$\n";
 
@@ -66,6 +49,7 @@ fn bench(c: &mut Criterion) {
     let zipped: Vec<Vec<u8>> = files.iter().map(|f| gz(f)).collect();
     let policy = Policy::from_fetch(&FetchOutcome::status(200).with_body(ROBOTS.as_bytes().to_vec()));
     let cx = Context::new(Some("https://www.example.com".into()));
+    let search = robotsgate_crawlers::Catalogue::builtin().tokens_of(robotsgate_crawlers::Purpose::Search);
     let mut group = c.benchmark_group("family");
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(8));
@@ -75,7 +59,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter(|| {
                 let mut seen = Seen::default();
-                let mut tally = rules::sitemap::Tally::new(None, policy.clone(), &SEARCH);
+                let mut tally = rules::sitemap::Tally::new(None, policy.clone(), &search);
                 for f in input.iter() {
                     read(f.as_slice(), &cx, &mut seen, &mut |u| tally.add(u));
                 }

@@ -144,3 +144,32 @@ pub fn serve(config: &Path, addr: std::net::SocketAddr, admin_token: Option<&str
     assert!(wait_listening(addr, 20), "console did not start");
     proc
 }
+
+/// nginx with `servers` (server blocks) and the temp paths a non-root
+/// nginx needs; `None` where nginx is not installed, outside CI.
+pub fn nginx_servers(dir: &Path, servers: &str) -> Option<Proc> {
+    if std::process::Command::new("nginx").arg("-v").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "nginx is required under CI (scripts/services.sh installs it)");
+        eprintln!("nginx not installed; skipping");
+        return None;
+    }
+    let d = dir.display();
+    let conf = dir.join("nginx.conf");
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    std::fs::write(
+        &conf,
+        format!(
+            "daemon off;\nworker_processes 1;\nerror_log {d}/error.log;\npid {d}/nginx.pid;\nevents {{}}\nhttp {{\n\
+             access_log off;\nclient_body_temp_path {d}/tmp;\nproxy_temp_path {d}/tmp;\nfastcgi_temp_path {d}/tmp;\n\
+             uwsgi_temp_path {d}/tmp;\nscgi_temp_path {d}/tmp;\ndefault_type text/plain;\nabsolute_redirect off;\n{servers}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let child = std::process::Command::new("nginx")
+        .args(["-c", &conf.display().to_string(), "-p", &d.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("nginx");
+    Some(Proc(child))
+}

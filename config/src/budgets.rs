@@ -10,6 +10,7 @@
 //!     - { purpose: ai-training, rate: 30/m, burst: 10 }   # each AI trainer: 30 a minute
 //!     - { identity: spoofed, rate: 10/m }                  # failed verification
 //!     - { crawler: bingbot, rate: 2/s, burst: 20 }         # a search crawler, named
+//!   crawl_delay: budget     # Crawl-delay becomes the budget of crawlers that honour it
 //! ```
 
 use std::time::Duration;
@@ -59,12 +60,13 @@ impl Rate {
 
 impl std::fmt::Display for Rate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let unit = match self.per.as_secs() {
-            1 => "s",
-            60 => "m",
-            _ => "h",
-        };
-        write!(f, "{}/{unit}", self.requests)
+        match self.per {
+            p if p == Duration::from_secs(1) => write!(f, "{}/s", self.requests),
+            p if p == Duration::from_secs(60) => write!(f, "{}/m", self.requests),
+            p if p == Duration::from_secs(3600) => write!(f, "{}/h", self.requests),
+            // A `Crawl-delay` budget: one request per the delay.
+            p => write!(f, "{}/{}", self.requests, humantime::format_duration(p)),
+        }
     }
 }
 
@@ -108,4 +110,16 @@ impl Budget {
         let who = if parts.is_empty() { "every crawler".to_string() } else { parts.join(", ") };
         format!("{who}: {} (burst {})", self.rate, self.burst)
     }
+}
+
+/// `sites[].proxy.crawl_delay`: whether a crawler's `Crawl-delay` is
+/// its budget at the edge.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CrawlDelay {
+    /// `Crawl-delay` is left to the crawlers.
+    #[default]
+    Off,
+    /// The crawlers the catalogue says honour it are held to it.
+    Budget,
 }

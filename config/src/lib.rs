@@ -41,7 +41,9 @@ pub use load::ConfigError;
 pub(crate) use load::humantime_serde_compat;
 pub use pins::{Expectation, GateMode, Pins, UrlEntry, UrlSet};
 pub use places::{Edge, EdgeCheck, MustSetting, Variant, VariantHost, Variants};
-pub use proxy::{CertPair, IdentitySettings, LedgerSettings, ProxySettings, Spoofed, Threads, TlsListener};
+pub use proxy::{
+    CertPair, FleetSettings, IdentitySettings, LedgerSettings, ProxySettings, Spoofed, Threads, TlsListener,
+};
 pub use site::{AiEnforce, AiPolicySettings, Http, LogSource, Site, SiteProxy, Source, Stance};
 
 /// The whole file.

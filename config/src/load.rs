@@ -263,6 +263,25 @@ mod tests {
             let e = parse(&fronted(budgets)).unwrap_err().to_string();
             assert!(e.contains(says), "{budgets}: {e}");
         }
+        let with = |extra: &str| {
+            format!("{base}    proxy:\n      hosts: [a.example]\n      origin: 127.0.0.1:8080\n      {extra}\n")
+        };
+        let c = parse(&with("crawl_delay: budget")).unwrap();
+        assert_eq!(c.sites[0].proxy.as_ref().unwrap().crawl_delay, crate::budgets::CrawlDelay::Budget);
+        assert_eq!(parse(&fronted("[]")).unwrap().sites[0].proxy.as_ref().unwrap().crawl_delay, Default::default());
+        let e = parse(&with("crawl_delay: yes")).unwrap_err().to_string();
+        assert!(e.contains("crawl_delay") && e.contains("budget"), "{e}");
+        let fleet = |f: &str| format!("proxy:\n  listen: [\"127.0.0.1:1\"]\n  fleet: {f}\n{base}");
+        let c = parse(&fleet("{ heartbeat: 1s, dead_after: 3s }")).unwrap();
+        assert_eq!(c.proxy.unwrap().fleet.dead_after, Duration::from_secs(3));
+        for (f, says) in [
+            ("{ heartbeat: 1ms }", "proxy.fleet.heartbeat"),
+            ("{ heartbeat: 10s, dead_after: 15s }", "proxy.fleet.dead_after"),
+            ("{ beat: 1s }", "beat"),
+        ] {
+            let e = parse(&fleet(f)).unwrap_err().to_string();
+            assert!(e.contains(says), "{f}: {e}");
+        }
         bad("    sitemaps: { check: sometimes }\n", "check");
         bad("    sitemaps: { keep_open: yes please }\n", "keep_open");
         let c = parse(&format!("{base}    sitemaps: {{ check: on, every: 1h, keep_open: true }}\n")).unwrap();

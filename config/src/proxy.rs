@@ -96,6 +96,39 @@ pub struct ProxySettings {
     /// to `database:` as counts. Off without this section.
     #[serde(default)]
     pub ledger: Option<LedgerSettings>,
+    /// How gateways on one `database:` see each other, to share each
+    /// site's crawl budgets.
+    #[serde(default)]
+    pub fleet: FleetSettings,
+}
+
+/// `proxy.fleet`: each gateway says it is alive in the shared database
+/// every `heartbeat`; one not heard from for `dead_after` is gone, and
+/// the others take its share of each budget. The share is re-read every
+/// `heartbeat`, so a death is taken up within `dead_after + heartbeat`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSettings {
+    /// How often a gateway says it is alive and re-reads the fleet.
+    #[serde(default = "default_heartbeat", with = "humantime_serde_compat")]
+    pub heartbeat: Duration,
+    /// How long a gateway not heard from still counts as alive.
+    #[serde(default = "default_dead_after", with = "humantime_serde_compat")]
+    pub dead_after: Duration,
+}
+
+impl Default for FleetSettings {
+    fn default() -> FleetSettings {
+        FleetSettings { heartbeat: default_heartbeat(), dead_after: default_dead_after() }
+    }
+}
+
+fn default_heartbeat() -> Duration {
+    Duration::from_secs(5)
+}
+
+fn default_dead_after() -> Duration {
+    Duration::from_secs(15)
 }
 
 /// `proxy.ledger`: how the gateway keeps its share of the compliance ledger.

@@ -144,6 +144,12 @@ pub struct SiteProxy {
     /// `Retry-After`, never `/robots.txt`.
     #[serde(default)]
     pub budgets: Vec<crate::budgets::Budget>,
+    /// `budget`: a crawler the catalogue says honours `Crawl-delay` is
+    /// held to the delay its group of the served robots.txt states (one
+    /// request per delay, burst 1), so the file and the edge say the same;
+    /// `off` (the default) leaves `Crawl-delay` to the crawlers.
+    #[serde(default)]
+    pub crawl_delay: crate::budgets::CrawlDelay,
 }
 
 impl SiteProxy {

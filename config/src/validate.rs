@@ -145,6 +145,17 @@ impl Config {
                 ));
             }
         }
+        if let Some(f) = self.proxy.as_ref().map(|p| p.fleet) {
+            if f.heartbeat < std::time::Duration::from_millis(100) {
+                return Err(invalid("proxy.fleet.heartbeat".into(), "at least 100ms"));
+            }
+            if f.dead_after < f.heartbeat * 2 {
+                return Err(invalid(
+                    "proxy.fleet.dead_after".into(),
+                    "at least two heartbeats, so one late beat never drops a live gateway",
+                ));
+            }
+        }
         if let Some(why) = self.proxy.as_ref().and_then(|p| p.threads.invalid()) {
             return Err(invalid("proxy.threads".into(), &why));
         }

@@ -59,6 +59,7 @@ pub fn ai_robots_txt(json: &str, known: &Catalogue) -> Result<Vec<Crawler>, Impo
             purpose_source: Some(SOURCE.to_string()),
             robots_cache: None,
             robots_cache_source: None,
+            crawl_delay: false,
         });
     }
     Ok(out)

@@ -147,6 +147,11 @@ pub struct Crawler {
     /// Where `robots_cache` comes from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub robots_cache_source: Option<String>,
+    /// Its operator documents that it waits `Crawl-delay` seconds between
+    /// requests (Bing, Yandex; Google does not), as `source` says: the
+    /// crawlers whose delay the gateway may make their budget.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub crawl_delay: bool,
 }
 
 /// RFC 9309 §2.4: a crawler should not use a cached robots.txt for more

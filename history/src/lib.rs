@@ -7,6 +7,7 @@
 //! during an origin outage serves what another gateway or the monitor saw
 //! last. Both daemons depend on this crate, never on each other.
 
+pub mod beats;
 pub mod gate;
 pub mod imported;
 pub mod ledger;

@@ -40,8 +40,8 @@ pub struct Admin {
     /// Each site's `proxy.hosts`, for `/status` to say which copy each
     /// host is served.
     pub hosts: std::collections::BTreeMap<String, Vec<String>>,
-    /// Each site's crawl budgets, for `/status`.
-    pub budgets: std::collections::BTreeMap<String, Vec<robotsgate_config::budgets::Budget>>,
+    /// Each site's crawl budgets, as the request paths hold them, for `/status`.
+    pub budgets: std::collections::BTreeMap<String, Arc<crate::crawlers::budget::Budgets>>,
 }
 
 fn now_secs() -> u64 {
@@ -77,14 +77,14 @@ impl Admin {
         reply(if require_copy { 503 } else { 200 }, "text/plain", body)
     }
 
-    /// A site's crawl budgets: each with its rate, burst and this
-    /// gateway's share (all of it until fleets share budgets), and the 429s
+    /// A site's crawl budgets: each with the site's rate and burst and this
+    /// gateway's share of them (1/N of N gateways alive on the database),
+    /// those from the served file's `Crawl-delay` marked, and the 429s
     /// they answered.
     fn budgets_json(&self, site: &str) -> serde_json::Value {
-        let list = self.budgets.get(site).map(Vec::as_slice).unwrap_or_default();
-        if list.is_empty() {
+        let Some(budgets) = self.budgets.get(site).filter(|b| !b.is_empty()) else {
             return serde_json::Value::Null;
-        }
+        };
         let mut throttled = 0u64;
         for family in prometheus::core::Collector::collect(&self.metrics.throttled) {
             for m in family.get_metric() {
@@ -93,11 +93,15 @@ impl Admin {
                 }
             }
         }
-        let each: Vec<_> = list
-            .iter()
-            .map(|b| json!({ "budget": b.describe(), "rate": b.rate.to_string(), "burst": b.burst, "share": 1.0 }))
+        let each: Vec<_> = budgets
+            .shown()
+            .into_iter()
+            .map(|b| {
+                json!({ "budget": b.budget, "rate": b.rate, "burst": b.burst, "share": b.share, "crawl_delay": b.crawl_delay })
+            })
             .collect();
-        json!({ "each": each, "throttled": throttled })
+        let share = budgets.share();
+        json!({ "each": each, "share": share, "gateways": (1.0 / share).round() as u64, "throttled": throttled })
     }
 
     fn status_json(&self) -> String {

@@ -37,15 +37,15 @@ pub struct FrontedSite {
     /// The `Content-Usage` header its AI policy adds to proxied responses
     /// that carry none of their own.
     pub content_usage: Option<String>,
-    /// Its crawl budgets.
-    pub budgets: crate::crawlers::budget::Budgets,
+    /// Its crawl budgets, kept in shape by `crawlers::reshape`.
+    pub budgets: Arc<crate::crawlers::budget::Budgets>,
 }
 
 impl FrontedSite {
     /// A site as configured.
     pub fn new(name: &str, proxy: SiteProxy) -> FrontedSite {
         let content_usage = proxy.ai_policy.as_ref().map(|p| crate::crawlers::ai::policy(p).usage_value());
-        let budgets = crate::crawlers::budget::Budgets::new(&proxy.budgets, 1.0);
+        let budgets = Arc::new(crate::crawlers::budget::Budgets::new(&proxy.budgets, 1.0));
         FrontedSite {
             name: name.to_string(),
             origin: Origin::new(&proxy.origin),

@@ -343,10 +343,35 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
         }
+        // This gateway's share as it would take it now: 1/N of the gateways
+        // the shared database has heard from within `dead_after`, itself
+        // among them (its name is in its state folder).
+        let fleet = match &config.database {
+            Some(database) if fronted.iter().any(|(_, p)| !p.budgets.is_empty()) => {
+                let base = cli.config.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+                let id = proxy::crawlers::reshape::gateway_id(&settings.state_dir);
+                Some(runtime.block_on(proxy::crawlers::reshape::count(database, &base, &id, settings.fleet.dead_after)))
+            }
+            _ => None,
+        };
         for (name, p) in &fronted {
             for b in &p.budgets {
-                // One gateway's share is the whole budget until fleets share it.
-                println!("== {name}: budget {}; this gateway's share: all of it", b.describe());
+                let share = match &fleet {
+                    None => "all of it (no shared database: it enforces the whole budget alone)".to_string(),
+                    Some(Err(e)) => format!("unknown ({e}); alone it takes all of it"),
+                    Some(Ok(counts)) => {
+                        let n = counts.get(name).copied().unwrap_or(1);
+                        let each = b.rate.requests as f64 / n as f64;
+                        format!(
+                            "1/{n} ({n} gateway{} alive on the database): {each:.2} per {} with a burst of {}",
+                            if n == 1 { "" } else { "s" },
+                            humantime::format_duration(b.rate.per),
+                            ((f64::from(b.burst) / n as f64).floor() as u32).max(1)
+                        )
+                    }
+                };
+                println!("== {name}: budget {}; this gateway's share: {share}", b.describe());
                 let names_search = b
                     .crawler
                     .as_deref()
@@ -357,6 +382,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         "== {name}: warning: this budget can throttle a verified search crawler; a burst of 429s cuts its crawl rate"
                     );
                 }
+            }
+            if p.crawl_delay == robotsgate_config::budgets::CrawlDelay::Budget {
+                let honour: Vec<&str> =
+                    catalogue.crawlers().iter().filter(|c| c.crawl_delay).map(|c| c.token.as_str()).collect();
+                println!(
+                    "== {name}: Crawl-delay is the budget of {} (the crawlers the catalogue says honour it), from the served file",
+                    honour.join(", ")
+                );
             }
         }
         for (name, p) in &fronted {
@@ -436,6 +469,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 
     let mut hosts = HashMap::new();
+    let mut shaped = Vec::new();
     // One verifying connector for every TLS origin of the own path, as
     // Pingora's pipeline verifies them (`origin_ca_file` or the system's roots).
     let tls = if fronted.iter().any(|(_, p)| p.origin_tls) {
@@ -451,6 +485,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             site.upstream = proxy::http::upstream::Upstream::tls(connector.clone(), sni);
         }
         let site = Arc::new(site);
+        shaped.push(proxy::crawlers::reshape::Shaped {
+            name: name.clone(),
+            budgets: Arc::clone(&site.budgets),
+            crawl_delay: p.crawl_delay,
+        });
         for h in &p.hosts {
             hosts.insert(h.to_ascii_lowercase(), Arc::clone(&site));
         }
@@ -578,7 +617,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let mut admin = Service::new(
         "robotsgate admin".to_string(),
         Admin {
-            store,
+            store: Arc::clone(&store),
             metrics,
             token,
             refresh_now,
@@ -590,15 +629,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .iter()
                 .filter_map(|s| Some((s.name.clone(), s.proxy.as_ref()?.hosts.clone())))
                 .collect(),
-            budgets: config
-                .sites
-                .iter()
-                .filter_map(|s| Some((s.name.clone(), s.proxy.as_ref()?.budgets.clone())))
-                .collect(),
+            budgets: shaped.iter().map(|s| (s.name.clone(), Arc::clone(&s.budgets))).collect(),
         },
     );
     admin.add_tcp(&settings.admin);
 
+    let reshape = proxy::crawlers::reshape::Reshape::new(
+        shaped,
+        Arc::clone(&store),
+        &config.catalogue()?,
+        shared.clone(),
+        settings.fleet,
+        &settings.state_dir,
+    );
+    if reshape.is_needed() {
+        server.add_service(background_service("crawl budgets", reshape));
+    }
     server.add_service(background_service("robots.txt refresher", refresher));
     if let Some(judge) = judge {
         server.add_service(background_service("compliance ledger", judge));

@@ -61,6 +61,7 @@ pub mod cache;
 mod compile;
 pub mod coverage;
 pub mod crawlers;
+pub mod delay;
 pub mod fetch;
 pub mod flip;
 pub mod gate;

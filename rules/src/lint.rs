@@ -626,7 +626,7 @@ impl Linter {
         let key = d.key.to_ascii_lowercase();
         let col = self.column(d.key);
         let (severity, code, message, hint): (Severity, Code, String, String) = match key.as_slice() {
-            b"crawl-delay" if !is_delay(d.value) => (
+            b"crawl-delay" if crate::delay::seconds(d.value).is_none() => (
                 Severity::Warning,
                 Code::CrawlDelay,
                 format!(
@@ -823,14 +823,6 @@ fn whole_file_checks(body: &[u8], out: &mut Vec<Diagnostic>) {
             hint: "serve the real robots.txt as text/plain at /robots.txt, or answer 404 if there is none".into(),
         });
     }
-}
-
-/// A `crawl-delay` value its readers take: seconds, as digits with at
-/// most one decimal point.
-fn is_delay(value: &[u8]) -> bool {
-    let digits = value.iter().filter(|b| b.is_ascii_digit()).count();
-    let points = value.iter().filter(|&&b| b == b'.').count();
-    digits > 0 && points <= 1 && digits + points == value.len()
 }
 
 /// Levenshtein distance, for "did you mean" hints on short keys.

@@ -80,6 +80,35 @@ pub struct Marks {
     pub plain: bool,
 }
 
+/// Which group a directive stands in, as the engine groups lines: a run
+/// of `user-agent` lines starts a group (named by its first line), a rule
+/// ends the run, and any other key neither starts nor ends one. For passes
+/// that read group-bound lines the matcher ignores (`Content-Usage`,
+/// `Crawl-delay`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Grouping {
+    group: Option<u32>,
+    in_agents: bool,
+}
+
+impl Grouping {
+    /// Takes `d` in, and says the first `user-agent` line of its group
+    /// (`None` before any group).
+    pub fn see(&mut self, d: &Directive<'_>) -> Option<u32> {
+        match d.kind {
+            KeyKind::UserAgent => {
+                if !self.in_agents {
+                    self.group = Some(d.line);
+                }
+                self.in_agents = true;
+            }
+            KeyKind::Allow | KeyKind::Disallow => self.in_agents = false,
+            KeyKind::Sitemap | KeyKind::Unknown => {}
+        }
+        self.group
+    }
+}
+
 /// Receives the parser's events. Every method has an empty default, so a
 /// consumer implements only what it needs.
 pub trait Handler {

@@ -202,21 +202,12 @@ impl Preferences {
         #[derive(Default)]
         struct Reader {
             prefs: Preferences,
-            group: Option<u32>,
-            /// The last group-forming line was a `user-agent`.
-            in_agents: bool,
+            grouping: parse::Grouping,
         }
         impl Handler for Reader {
             fn directive(&mut self, d: &Directive<'_>) {
+                let group = self.grouping.see(d);
                 match d.kind {
-                    KeyKind::UserAgent => {
-                        if !self.in_agents {
-                            self.group = Some(d.line);
-                        }
-                        self.in_agents = true;
-                    }
-                    KeyKind::Allow | KeyKind::Disallow => self.in_agents = false,
-                    KeyKind::Sitemap => {}
                     KeyKind::Unknown => {
                         let key = d.key.to_ascii_lowercase();
                         let value = String::from_utf8_lossy(d.value).trim().to_string();
@@ -226,7 +217,7 @@ impl Preferences {
                             // group the engine groups them with.
                             b"content-signal" => {
                                 let (entries, junk) = entries(&value);
-                                self.prefs.signals.push(Signal { line: d.line, group: self.group, entries, junk });
+                                self.prefs.signals.push(Signal { line: d.line, group, entries, junk });
                             }
                             b"content-usage" => {
                                 // A path is there only when the value starts with `/`.
@@ -236,12 +227,13 @@ impl Preferences {
                                     _ => (None, value.as_str()),
                                 };
                                 let (entries, junk) = dictionary(rest.trim_matches([' ', '\t']));
-                                self.prefs.usages.push(Usage { line: d.line, group: self.group, path, entries, junk });
+                                self.prefs.usages.push(Usage { line: d.line, group, path, entries, junk });
                             }
                             b"license" => self.prefs.licenses.push(License { line: d.line, url: value }),
                             _ => {}
                         }
                     }
+                    _ => {}
                 }
             }
         }

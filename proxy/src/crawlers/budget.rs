@@ -14,24 +14,76 @@
 //!
 //! A claim that fails verification is held only by the budgets for
 //! `identity: spoofed`: the crawler it names is not the one asking.
+//!
+//! Two things reshape the limiters while the gateway runs, off the request
+//! path ([`Budgets::reshape`], from `crawlers::reshape`): this gateway's
+//! share of the fleet (a budget is the site's; N live gateways each admit
+//! 1/N of its rate and burst), and, with `crawl_delay: budget`, the
+//! `Crawl-delay` the served file states for each crawler that honours it
+//! (one request per delay, burst 1). A reshape starts fresh buckets, so it
+//! can admit one more burst: the error bound in docs/OPERATIONS.md.
 
 use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use robotsgate_config::budgets::Budget;
+use robotsgate_config::budgets::{Budget, Rate};
 use robotsgate_crawlers::{Crawler, Purpose};
 use robotsgate_identity::Answer;
 
 /// A site's budgets.
 pub struct Budgets {
-    entries: Vec<(Budget, DefaultKeyedRateLimiter<String>)>,
+    configured: Vec<Budget>,
+    now: ArcSwap<Shape>,
     clock: DefaultClock,
+}
+
+/// The limiters of one share and one set of delays.
+struct Shape {
+    share: f64,
+    /// Per crawler token: its `Crawl-delay` and the line stating it.
+    delays: Vec<Delayed>,
+    /// One per configured budget, in order.
+    configured: Vec<DefaultKeyedRateLimiter<String>>,
+    /// One per delay, in `delays`' order.
+    delayed: Vec<DefaultKeyedRateLimiter<String>>,
+}
+
+/// A crawler held to the `Crawl-delay` of the served file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delayed {
+    /// Its catalogue token.
+    pub token: String,
+    /// The delay.
+    pub delay: Duration,
+    /// The line of the served file that states it.
+    pub line: u32,
+}
+
+impl Delayed {
+    /// As a budget: one request per delay, burst 1, naming the crawler.
+    fn budget(&self) -> Budget {
+        Budget {
+            crawler: Some(self.token.clone()),
+            purpose: None,
+            identity: None,
+            rate: Rate { requests: 1, per: self.delay.max(Duration::from_millis(1)) },
+            burst: 1,
+        }
+    }
+
+    /// "bingbot: Crawl-delay 10s (line 8)".
+    pub fn describe(&self) -> String {
+        format!("{}: Crawl-delay {} (line {})", self.token, humantime::format_duration(self.delay), self.line)
+    }
 }
 
 impl std::fmt::Debug for Budgets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.entries.iter().map(|(b, _)| b.describe())).finish()
+        f.debug_list().entries(self.configured.iter().map(Budget::describe)).finish()
     }
 }
 
@@ -44,6 +96,21 @@ pub struct Throttle {
     pub budget: String,
 }
 
+/// One budget as `/status` and `--check` show it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shown {
+    /// Described.
+    pub budget: String,
+    /// The site's rate, for the whole fleet.
+    pub rate: String,
+    /// The site's burst, for the whole fleet.
+    pub burst: u32,
+    /// This gateway's share of both.
+    pub share: f64,
+    /// From the served file's `Crawl-delay`, not the config.
+    pub crawl_delay: bool,
+}
+
 /// How an identity answer is named in a budget.
 pub fn identity_label(identity: Option<Answer>) -> &'static str {
     match identity {
@@ -52,57 +119,117 @@ pub fn identity_label(identity: Option<Answer>) -> &'static str {
     }
 }
 
+/// A limiter admitting `share` of `budget`'s rate and burst (at least one
+/// request a burst: a share never shuts a crawler out).
+fn limiter(budget: &Budget, share: f64) -> DefaultKeyedRateLimiter<String> {
+    let share = share.clamp(0.0001, 1.0);
+    let interval = budget.rate.interval().div_f64(share);
+    let burst = ((f64::from(budget.burst) * share).floor() as u32).max(1);
+    let quota = Quota::with_period(interval.max(Duration::from_nanos(1)))
+        .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
+        .allow_burst(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN));
+    RateLimiter::keyed(quota)
+}
+
+impl Shape {
+    fn new(configured: &[Budget], share: f64, delays: Vec<Delayed>) -> Shape {
+        Shape {
+            share,
+            configured: configured.iter().map(|b| limiter(b, share)).collect(),
+            delayed: delays.iter().map(|d| limiter(&d.budget(), share)).collect(),
+            delays,
+        }
+    }
+}
+
 impl Budgets {
     /// The limiters of `budgets`, each admitting `share` of its rate and
     /// burst (1.0 for a lone gateway).
     pub fn new(budgets: &[Budget], share: f64) -> Budgets {
-        let entries = budgets
-            .iter()
-            .map(|b| {
-                let share = share.clamp(0.0001, 1.0);
-                let interval = b.rate.interval().div_f64(share);
-                let burst = ((f64::from(b.burst) * share).floor() as u32).max(1);
-                let quota = Quota::with_period(interval.max(std::time::Duration::from_nanos(1)))
-                    .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
-                    .allow_burst(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN));
-                (b.clone(), RateLimiter::keyed(quota))
-            })
-            .collect();
-        Budgets { entries, clock: DefaultClock::default() }
+        Budgets {
+            now: ArcSwap::from_pointee(Shape::new(budgets, share, Vec::new())),
+            configured: budgets.to_vec(),
+            clock: DefaultClock::default(),
+        }
     }
 
-    /// Whether there are none.
+    /// Whether a request can be held at all now.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.configured.is_empty() && self.now.load().delays.is_empty()
     }
 
-    /// The budget that holds `crawler` asking with `identity`, if any.
-    fn matching(
-        &self,
-        crawler: &Crawler,
-        identity: Option<Answer>,
-    ) -> Option<&(Budget, DefaultKeyedRateLimiter<String>)> {
-        let label = identity_label(identity);
-        let spoofed = identity == Some(Answer::Spoofed);
+    /// This gateway's share of the site's budgets.
+    pub fn share(&self) -> f64 {
+        self.now.load().share
+    }
+
+    /// The crawlers held to the served file's `Crawl-delay`.
+    pub fn delays(&self) -> Vec<Delayed> {
+        self.now.load().delays.clone()
+    }
+
+    /// Takes `share` of the fleet's budgets and holds `delays`, if either
+    /// differs from now; true when the limiters were rebuilt (fresh
+    /// buckets). Never on the request path.
+    pub fn reshape(&self, share: f64, delays: Vec<Delayed>) -> bool {
+        let now = self.now.load();
+        if (now.share - share).abs() < 1e-9 && now.delays == delays {
+            return false;
+        }
+        self.now.store(Arc::new(Shape::new(&self.configured, share, delays)));
+        true
+    }
+
+    /// Each budget, configured then from `Crawl-delay`, as `/status` shows it.
+    pub fn shown(&self) -> Vec<Shown> {
+        let now = self.now.load();
+        let configured = self.configured.iter().map(|b| Shown {
+            budget: b.describe(),
+            rate: b.rate.to_string(),
+            burst: b.burst,
+            share: now.share,
+            crawl_delay: false,
+        });
+        let delayed = now.delays.iter().map(|d| {
+            let b = d.budget();
+            Shown { budget: d.describe(), rate: b.rate.to_string(), burst: 1, share: now.share, crawl_delay: true }
+        });
+        configured.chain(delayed).collect()
+    }
+
+    /// Whether `budget` holds `crawler` asking with `identity`.
+    fn holds(budget: &Budget, crawler: &Crawler, identity: Option<Answer>) -> bool {
+        let names = budget.crawler.as_deref().is_some_and(|t| t.eq_ignore_ascii_case(&crawler.token));
         let verified_search = crawler.purpose == Purpose::Search && identity == Some(Answer::Verified);
-        self.entries.iter().find(|(b, _)| {
-            let names = b.crawler.as_deref().is_some_and(|t| t.eq_ignore_ascii_case(&crawler.token));
-            if verified_search && !names {
-                return false;
-            }
-            if spoofed && b.identity.as_deref() != Some("spoofed") {
-                return false;
-            }
-            (b.crawler.is_none() || names)
-                && b.purpose.as_deref().is_none_or(|p| p.eq_ignore_ascii_case(crawler.purpose.as_str()))
-                && b.identity.as_deref().is_none_or(|i| i == label)
-        })
+        if verified_search && !names {
+            return false;
+        }
+        let spoofed = identity == Some(Answer::Spoofed);
+        if spoofed && budget.identity.as_deref() != Some("spoofed") {
+            return false;
+        }
+        (budget.crawler.is_none() || names)
+            && budget.purpose.as_deref().is_none_or(|p| p.eq_ignore_ascii_case(crawler.purpose.as_str()))
+            && budget.identity.as_deref().is_none_or(|i| i == identity_label(identity))
     }
 
     /// Admits one request of `crawler` asking with `identity`, or says how
-    /// long until one would be admitted.
+    /// long until one would be admitted. The first configured budget that
+    /// holds the crawler applies, unless it does not name it and the
+    /// crawler's `Crawl-delay` is held: then the delay applies. A spoofed
+    /// claim is not the crawler it names, so its delay never applies.
     pub fn admit(&self, crawler: &Crawler, identity: Option<Answer>) -> Result<(), Throttle> {
-        let Some((budget, limiter)) = self.matching(crawler, identity) else { return Ok(()) };
+        let now = self.now.load();
+        let configured = self.configured.iter().position(|b| Self::holds(b, crawler, identity));
+        let named = configured.is_some_and(|i| self.configured[i].crawler.is_some());
+        let delayed = (identity != Some(Answer::Spoofed) && !named)
+            .then(|| now.delays.iter().position(|d| d.token.eq_ignore_ascii_case(&crawler.token)))
+            .flatten();
+        let (limiter, described) = match (delayed, configured) {
+            (Some(d), _) => (&now.delayed[d], now.delays[d].describe()),
+            (None, Some(c)) => (&now.configured[c], self.configured[c].describe()),
+            (None, None) => return Ok(()),
+        };
         // One bucket per crawler a budget holds (a purpose's budget gives
         // each of its crawlers the rate); spoofed claims share one.
         let key = if identity == Some(Answer::Spoofed) { String::from("spoofed") } else { crawler.token.clone() };
@@ -111,7 +238,7 @@ impl Budgets {
             Err(not_until) => {
                 let wait = not_until.wait_time_from(self.clock.now());
                 let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                Err(Throttle { retry_after: secs.max(1), budget: budget.describe() })
+                Err(Throttle { retry_after: secs.max(1), budget: described })
             }
         }
     }
@@ -180,5 +307,54 @@ mod tests {
         let gpt = crawler("GPTBot");
         let admitted = (0..20).filter(|_| b.admit(&gpt, None).is_ok()).count();
         assert_eq!(admitted, 5);
+    }
+}
+
+#[cfg(test)]
+mod reshaped {
+    use super::*;
+    use robotsgate_crawlers::Catalogue;
+
+    fn crawler(token: &str) -> Crawler {
+        Catalogue::builtin().get(token).unwrap().clone()
+    }
+
+    fn delay(token: &str, secs: u64) -> Delayed {
+        Delayed { token: token.into(), delay: Duration::from_secs(secs), line: 3 }
+    }
+
+    #[test]
+    fn a_crawl_delay_is_the_crawlers_budget_unless_one_names_it() {
+        let b = Budgets::new(&[serde_saphyr::from_str("{ purpose: search, rate: 100/s, burst: 100 }").unwrap()], 1.0);
+        let bing = crawler("bingbot");
+        assert!(b.reshape(1.0, vec![delay("bingbot", 10)]));
+        assert!(!b.reshape(1.0, vec![delay("bingbot", 10)]), "the same shape is kept, buckets and all");
+        assert_eq!(b.admit(&bing, Some(Answer::Verified)), Ok(()));
+        let t = b.admit(&bing, Some(Answer::Verified)).unwrap_err();
+        assert_eq!(t.budget, "bingbot: Crawl-delay 10s (line 3)");
+        assert!((9..=10).contains(&t.retry_after), "{t:?}");
+        // A spoofed bingbot is not held to bing's delay.
+        for _ in 0..5 {
+            assert_eq!(b.admit(&bing, Some(Answer::Spoofed)), Ok(()));
+        }
+        // A budget naming the crawler wins over its delay.
+        let named =
+            Budgets::new(&[serde_saphyr::from_str("{ crawler: bingbot, rate: 100/s, burst: 50 }").unwrap()], 1.0);
+        named.reshape(1.0, vec![delay("bingbot", 10)]);
+        assert!((0..20).all(|_| named.admit(&bing, None).is_ok()));
+        let shown = named.shown();
+        assert_eq!(shown.len(), 2);
+        assert!(shown[1].crawl_delay && shown[1].rate == "1/10s", "{shown:?}");
+    }
+
+    #[test]
+    fn a_new_share_takes_effect_at_once() {
+        let b = Budgets::new(&[serde_saphyr::from_str("{ rate: 60/m, burst: 10 }").unwrap()], 1.0);
+        let gpt = crawler("GPTBot");
+        assert!(b.reshape(0.5, Vec::new()));
+        assert_eq!(b.share(), 0.5);
+        assert_eq!((0..20).filter(|_| b.admit(&gpt, None).is_ok()).count(), 5);
+        assert!(b.reshape(1.0, Vec::new()));
+        assert_eq!((0..20).filter(|_| b.admit(&gpt, None).is_ok()).count(), 10, "a reshape starts fresh buckets");
     }
 }

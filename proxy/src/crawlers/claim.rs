@@ -34,6 +34,7 @@ impl Crawlers {
                 purpose_source: None,
                 robots_cache: None,
                 robots_cache_source: None,
+                crawl_delay: false,
             })
             .collect();
         // A bad extra token (spaces, punctuation) could not name a group;

@@ -211,6 +211,9 @@ pub enum Class {
     /// Before the site's first known robots.txt: there is no evidence of
     /// what the crawler could hold, so no verdict (never "obeyed").
     Unjudged,
+    /// Allowed (or in grace, or unjudged), and answered 429 by a crawl
+    /// budget at the edge: the origin never served it.
+    Throttled,
 }
 
 impl Class {
@@ -221,6 +224,17 @@ impl Class {
             Class::Grace => "grace",
             Class::Violation => "violation",
             Class::Unjudged => "unjudged",
+            Class::Throttled => "throttled",
+        }
+    }
+
+    /// The class of a request a crawl budget answered 429: throttled,
+    /// unless robots.txt disallowed it, which stays a violation (asking
+    /// was the breach, whatever the edge answered).
+    pub fn throttled(self) -> Class {
+        match self {
+            Class::Violation => Class::Violation,
+            _ => Class::Throttled,
         }
     }
 
@@ -231,6 +245,7 @@ impl Class {
             "grace" => Class::Grace,
             "violation" => Class::Violation,
             "unjudged" => Class::Unjudged,
+            "throttled" => Class::Throttled,
             _ => return None,
         })
     }

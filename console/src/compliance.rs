@@ -81,6 +81,8 @@ pub struct SiteTotals {
     pub violations: i64,
     /// Before the site's first known robots.txt: no verdict.
     pub unjudged: i64,
+    /// Answered 429 by a crawl budget at the edge.
+    pub throttled: i64,
     /// Violations by verified crawlers.
     pub verified_violations: i64,
     /// Requests whose claim was spoofed.
@@ -134,6 +136,7 @@ async fn overview(m: &Monitor, days: i64, crawler: Option<&str>) -> anyhow::Resu
             t.grace += l.grace;
             t.violations += l.violations;
             t.unjudged += l.unjudged;
+            t.throttled += l.throttled;
             t.verified_violations +=
                 l.violated.iter().filter(|v| v.identity == "verified").map(|v| v.requests).sum::<i64>();
             t.spoofed += l.identity.get("spoofed").copied().unwrap_or(0);

@@ -28,6 +28,9 @@ pub struct CrawlerLine {
     pub violations: i64,
     /// Before the site's first known robots.txt: no verdict.
     pub unjudged: i64,
+    /// Allowed, and answered 429 by a crawl budget at the edge (a
+    /// disallowed request over budget is counted a violation).
+    pub throttled: i64,
     /// Requests per identity answer.
     pub identity: BTreeMap<String, i64>,
     /// Its last robots.txt read (Unix ms), if seen.
@@ -269,6 +272,7 @@ pub async fn summary(m: &dyn Host, site: &str, days: i64, crawler: Option<&str>)
                 Decided::fold(&mut line.in_grace, &r);
             }
             "unjudged" => line.unjudged += r.requests,
+            "throttled" => line.throttled += r.requests,
             "violation" => {
                 line.violations += r.requests;
                 Decided::fold(&mut line.violated, &r);
@@ -339,6 +343,8 @@ pub struct Day {
     pub grace: i64,
     /// Violations by verified crawlers.
     pub verified_violations: i64,
+    /// Answered 429 by a crawl budget.
+    pub throttled: i64,
 }
 
 /// Every day of the last `days`, oldest first, for `site` (every site when
@@ -363,6 +369,7 @@ pub async fn per_day(m: &dyn Host, site: Option<&str>, days: i64, crawler: Optio
                     }
                 }
                 "grace" => d.grace += r.requests,
+                "throttled" => d.throttled += r.requests,
                 _ => {}
             }
         }
@@ -443,7 +450,7 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64, days: i64, crawler: Opt
         let ids: Vec<String> = l.identity.iter().map(|(k, v)| format!("{v} {}", identity_words(k))).collect();
         let _ = writeln!(
             out,
-            "{} ({}, {}): {}, {} obeyed, {} in grace, {}{} [identity: {}]",
+            "{} ({}, {}): {}, {} obeyed, {} in grace, {}{}{} [identity: {}]",
             l.crawler,
             if l.operator.is_empty() { "unknown operator" } else { &l.operator },
             if l.purpose.is_empty() { "unknown purpose" } else { &l.purpose },
@@ -452,6 +459,7 @@ pub fn text(site: &str, lines: &[CrawlerLine], now: i64, days: i64, crawler: Opt
             l.grace,
             monitor::words::plural(l.violations, "violation", "violations"),
             if l.unjudged > 0 { format!(", {} unjudged", l.unjudged) } else { String::new() },
+            if l.throttled > 0 { format!(", {} throttled at the edge (429)", l.throttled) } else { String::new() },
             ids.join(", ")
         );
         if l.unjudged > 0 {

@@ -163,6 +163,9 @@ pub struct Visit {
     /// request: 403 for robots.txt or a spoofed claim, or what the site's
     /// AI policy enforcement says (403, 402, 429).
     pub refusal: Option<Refusal>,
+    /// The refusal is a crawl budget's 429: the ledger records the request
+    /// as throttled (a disallowed one stays a violation).
+    pub throttled: bool,
 }
 
 impl Visit {
@@ -306,6 +309,7 @@ impl Gateway {
             visit.refusal =
                 Some(Refusal { status: 429, headers: vec![("Retry-After".into(), t.retry_after.to_string())], body });
             throttled = true;
+            visit.throttled = true;
         }
         if !claim.others.is_empty() {
             visit.claims = claim.each().map(|(_, w)| w.to_string()).collect();
@@ -346,6 +350,7 @@ impl Gateway {
             allowed,
             line,
             refusal,
+            throttled: false,
         };
         if spoofed && site.proxy.spoofed == Spoofed::Refuse {
             let body = format!("this request claims to be {word} and verification says it is not\n");
@@ -387,7 +392,15 @@ impl Gateway {
     /// kept: `target` as the client sent it.
     pub fn count_visit(&self, site: &FrontedSite, visit: &Visit, target: &[u8]) {
         if let Some(ledger) = &self.ledger {
-            ledger.request(&site.name, &visit.crawler, visit.identity, visit.client, Arc::clone(&visit.state), target);
+            ledger.request(
+                &site.name,
+                &visit.crawler,
+                visit.identity,
+                visit.client,
+                Arc::clone(&visit.state),
+                target,
+                visit.throttled,
+            );
         }
     }
 

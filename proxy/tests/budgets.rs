@@ -132,3 +132,155 @@ fn budgets_hold_over_h2() {
         assert!(curl("/robots.txt").starts_with("http/2 200"));
     }
 }
+
+const BINGBOT: &str = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)";
+
+/// `crawl_delay: budget`: bingbot (which honours `Crawl-delay`) is held to
+/// the delay its group of the served file states, and a new file's delay
+/// takes over; Googlebot (which does not) is never held by `*`'s delay.
+fn crawl_delay(fast_path: bool) {
+    let echo = Echo::start();
+    echo.set_robots(
+        "User-agent: *\nCrawl-delay: 30\nDisallow: /private\n\nUser-agent: bingbot\nCrawl-delay: 3\nDisallow: /x\n",
+    );
+    let dir = temp_dir(if fast_path { "delay-fast" } else { "delay-pipeline" });
+    let (listen, admin) = (free_port(), free_port());
+    let yaml = format!(
+        "proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  admin_token: secret\n  state_dir: state\n  refresh: 1s\n  fast_path: {fast_path}\n  fleet: {{ heartbeat: 200ms, dead_after: 1s }}\n\
+         sites:\n  - name: shop\n    proxy:\n      hosts: [shop.test]\n      origin: {}\n      crawl_delay: budget\n",
+        echo.addr
+    );
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, yaml).unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
+    let _proxy = spawn_proxy(&cfg, &[addr, admin]);
+    let status = || {
+        let s = request(admin, "GET", "localhost", "/status", &[("Authorization", "Bearer secret")]).unwrap();
+        serde_json::from_slice::<serde_json::Value>(&s.body).unwrap()["sites"][0]["budgets"].clone()
+    };
+    assert!(eventually(20, || status()["each"][0]["budget"] == "bingbot: Crawl-delay 3s (line 6)"), "{}", status());
+    assert_eq!(status()["each"][0]["crawl_delay"], true);
+    assert_eq!(get(addr, "/a", BINGBOT).status, 200);
+    let held = get(addr, "/b", BINGBOT);
+    assert_eq!(held.status, 429);
+    let retry: u64 = held.header("Retry-After").unwrap().parse().unwrap();
+    assert!((2..=3).contains(&retry), "{retry}");
+    assert!(held.text().contains("Crawl-delay 3s (line 6)"), "{}", held.text());
+    // Googlebot ignores Crawl-delay: `*`'s 30 s never holds it.
+    for i in 0..10 {
+        assert_eq!(get(addr, &format!("/g/{i}"), GOOGLEBOT).status, 200);
+    }
+    // bingbot's robots.txt is never throttled.
+    for _ in 0..10 {
+        assert_eq!(get(addr, "/robots.txt", BINGBOT).status, 200);
+    }
+    // Following Retry-After, it is admitted.
+    std::thread::sleep(Duration::from_secs(retry) + Duration::from_millis(100));
+    assert_eq!(get(addr, "/c", BINGBOT).status, 200);
+    // The file drops bingbot's delay: the edge drops it too.
+    echo.set_robots("User-agent: *\nDisallow: /private\n");
+    assert!(eventually(20, || status().is_null()), "no budget left: {}", status());
+    for i in 0..10 {
+        assert_eq!(get(addr, &format!("/free/{i}"), BINGBOT).status, 200);
+    }
+}
+
+#[test]
+fn crawl_delay_is_the_budget_on_the_fast_path() {
+    crawl_delay(true);
+}
+
+#[test]
+fn crawl_delay_is_the_budget_on_the_pipeline() {
+    crawl_delay(false);
+}
+
+/// Throttled requests in the compliance ledger, on both request paths:
+/// an allowed request over budget is `throttled`, a disallowed one stays a
+/// `violation`; `robots-monitor compliance` and the console's Compliance
+/// pages (HTML and JSON) show them beside obeyed and violations.
+fn throttled_in_the_ledger(fast_path: bool) {
+    let Some(monitor) = support::monitor_bin() else { return };
+    let echo = Echo::start();
+    echo.set_robots("User-agent: *\nDisallow: /private\n");
+    let dir = temp_dir(if fast_path { "budgets-ledger-fast" } else { "budgets-ledger-pipeline" });
+    let database = dir.join("history.db").display().to_string();
+    let (listen, admin, console) = (free_port(), free_port(), free_port());
+    let yaml = format!(
+        "database: \"{database}\"\nconsole: {{ listen: \"127.0.0.1:{console}\" }}\n\
+         proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  admin_token: secret\n  state_dir: state\n  refresh: 1s\n  fast_path: {fast_path}\n  ledger: {{ flush: 200ms }}\n\
+         sites:\n  - name: shop\n    proxy:\n      hosts: [shop.test]\n      origin: {}\n      budgets:\n        - {{ crawler: GPTBot, rate: 1/h, burst: 2 }}\n",
+        echo.addr
+    );
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, yaml).unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
+    let _proxy = spawn_proxy(&cfg, &[addr, admin]);
+    assert!(eventually(20, || get(addr, "/robots.txt", BROWSER).status == 200));
+    assert_eq!(get(addr, "/robots.txt", GPTBOT).status, 200);
+    let statuses: Vec<u16> =
+        ["/a", "/b", "/c", "/private/d", "/e"].iter().map(|p| get(addr, p, GPTBOT).status).collect();
+    assert_eq!(statuses, [200, 200, 429, 429, 429]);
+    let rows = |class: &str| {
+        scalar(
+            &database,
+            &format!(
+                "SELECT CAST(COALESCE(SUM(requests), 0) AS BIGINT) FROM ledger WHERE crawler = 'GPTBot' AND class = '{class}'"
+            ),
+        )
+    };
+    assert!(eventually(20, || rows("throttled") == 2), "throttled rows: {}", rows("throttled"));
+    assert_eq!(rows("violation"), 1, "a disallowed request over budget stays a violation");
+    assert_eq!(rows("obeyed"), 2);
+
+    let out =
+        std::process::Command::new(&monitor).arg("--config").arg(&cfg).args(["compliance", "shop"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("GPTBot") && text.contains("2 throttled at the edge (429)"), "{text}");
+    let out = std::process::Command::new(&monitor)
+        .arg("--config")
+        .arg(&cfg)
+        .args(["compliance", "shop", "--output", "json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gpt = json.as_array().and_then(|c| c.iter().find(|c| c["crawler"] == "GPTBot")).cloned();
+    assert_eq!(gpt.as_ref().map(|g| g["throttled"].clone()), Some(2.into()), "{json}");
+
+    // The console: the overview and the site page count them.
+    let console_addr: SocketAddr = format!("127.0.0.1:{console}").parse().unwrap();
+    let mut serve = Proc(
+        std::process::Command::new(&monitor)
+            .arg("--config")
+            .arg(&cfg)
+            .arg("serve")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_listening(console_addr, 20), "the console listens");
+    let api = request(console_addr, "GET", "localhost", "/api/compliance", &[]).unwrap();
+    let api: serde_json::Value = serde_json::from_slice(&api.body).unwrap();
+    assert_eq!(api["sites"][0]["throttled"], 2, "{api}");
+    let page = request(console_addr, "GET", "localhost", "/sites/shop/compliance", &[]).unwrap().text();
+    assert!(page.contains(">Throttled</th>"), "the site page has the column");
+    let row = page.lines().find(|l| l.contains(">GPTBot</a>")).unwrap_or_else(|| panic!("{page}"));
+    // Requests 5 (the robots.txt read is no request), obeyed 2, grace 0,
+    // violations 1, unjudged 0, throttled 2.
+    assert!(row.contains(r#"<td class="num">2</td><td class="num">0</td><td class="num blocked">1</td><td class="num">0</td><td class="num">2</td>"#), "{row}");
+    serve.terminate();
+}
+
+#[test]
+fn throttled_requests_are_in_the_ledger_on_the_fast_path() {
+    throttled_in_the_ledger(true);
+}
+
+#[test]
+fn throttled_requests_are_in_the_ledger_on_the_pipeline() {
+    throttled_in_the_ledger(false);
+}

@@ -196,7 +196,10 @@ impl Judge {
         let book = books.sites.entry(Arc::clone(&e.site)).or_default();
         let slashes = self.slashes.get(&*e.site).copied().unwrap_or_default();
         let request = Request { at: e.at, crawler: &e.word, identity, target, slashes };
-        let j = robotsgate_compliance::judge(&request, book.fetches.get(&token), window, &book.timeline);
+        let mut j = robotsgate_compliance::judge(&request, book.fetches.get(&token), window, &book.timeline);
+        if e.throttled {
+            j.class = j.class.throttled();
+        }
         let key = Key {
             crawler: token,
             identity: identity.as_str(),
@@ -469,6 +472,7 @@ impl Judge {
             at: At { ms: r.ms, seq },
             state: Arc::new(state),
             target: r.target.map(Vec::into_boxed_slice),
+            throttled: r.throttled,
             journal_end: 0,
         })
     }

@@ -18,6 +18,8 @@ pub(super) struct Event {
     pub(super) state: Arc<State>,
     /// The request's target; `None` for a robots.txt fetch.
     pub(super) target: Option<Box<[u8]>>,
+    /// Answered 429 by a crawl budget, never served.
+    pub(super) throttled: bool,
     /// Where its journal record ends, 0 when it has none.
     pub(super) journal_end: u64,
 }
@@ -140,6 +142,7 @@ impl Ledger {
         client: Option<IpAddr>,
         state: Arc<State>,
         target: Option<&[u8]>,
+        throttled: bool,
     ) {
         let mut event = Event {
             site: Arc::from(site),
@@ -149,6 +152,7 @@ impl Ledger {
             at: At { ms: now().0, seq: 0 },
             state,
             target: target.map(Box::from),
+            throttled,
             journal_end: 0,
         };
         let mut pending = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
@@ -181,7 +185,9 @@ impl Ledger {
     }
 
     /// A crawler's request (not `/robots.txt`), as served: its origin-form
-    /// target, and what the gateway answered its claim with.
+    /// target, what the gateway answered its claim with, and whether a
+    /// crawl budget answered it 429 instead of the origin.
+    #[allow(clippy::too_many_arguments)]
     pub fn request(
         &self,
         site: &str,
@@ -190,14 +196,15 @@ impl Ledger {
         client: Option<IpAddr>,
         state: Arc<State>,
         target: &[u8],
+        throttled: bool,
     ) {
-        self.push(site, word, identity, client, state, Some(target));
+        self.push(site, word, identity, client, state, Some(target), throttled);
     }
 
     /// A crawler's `/robots.txt` fetch, and what the store served then
     /// (or, with no copy to serve, what the origin last answered).
     pub fn fetch(&self, site: &str, word: &str, identity: Option<Answer>, client: Option<IpAddr>, state: Arc<State>) {
-        self.push(site, word, identity, client, state, None);
+        self.push(site, word, identity, client, state, None, false);
     }
 
     /// The ledger's part of `/status`.

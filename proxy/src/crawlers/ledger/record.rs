@@ -21,7 +21,11 @@ pub(super) struct Record {
     pub(super) ms: i64,
     pub(super) state: Recorded,
     pub(super) target: Option<Vec<u8>>,
+    pub(super) throttled: bool,
 }
+
+/// The identity byte's flag for a request a crawl budget answered.
+const THROTTLED: u8 = 0x80;
 
 pub(super) fn put_text(out: &mut Vec<u8>, text: &[u8]) {
     // Sites, words and ETags are short; a longer one is cut, not refused.
@@ -30,18 +34,20 @@ pub(super) fn put_text(out: &mut Vec<u8>, text: &[u8]) {
     out.extend_from_slice(text);
 }
 
-/// An event's journal record: site, word, identity answer, client, time,
-/// what was served (by ETag) and target.
+/// An event's journal record: site, word, identity answer (its top bit:
+/// throttled by a crawl budget, so journals written before budgets read
+/// as they were), client, time, what was served (by ETag) and target.
 pub(super) fn encode(e: &Event, out: &mut Vec<u8>) {
     put_text(out, e.site.as_bytes());
     put_text(out, e.word.as_bytes());
-    out.push(match e.identity {
+    let identity: u8 = match e.identity {
         None => 0,
         Some(Answer::Verified) => 1,
         Some(Answer::Spoofed) => 2,
         Some(Answer::Unverifiable) => 3,
         Some(Answer::Pending) => 4,
-    });
+    };
+    out.push(identity | if e.throttled { THROTTLED } else { 0 });
     match e.client {
         None => out.push(0),
         Some(IpAddr::V4(ip)) => {
@@ -88,7 +94,9 @@ pub(super) fn decode(mut b: &[u8]) -> Option<Record> {
     }
     let site = text(&mut b)?;
     let word = text(&mut b)?;
-    let identity = match take(&mut b, 1)?[0] {
+    let byte = take(&mut b, 1)?[0];
+    let throttled = byte & THROTTLED != 0;
+    let identity = match byte & !THROTTLED {
         0 => None,
         1 => Some(Answer::Verified),
         2 => Some(Answer::Spoofed),
@@ -117,7 +125,7 @@ pub(super) fn decode(mut b: &[u8]) -> Option<Record> {
         }
         _ => return None,
     };
-    b.is_empty().then_some(Record { site, word, identity, client, ms, state, target })
+    b.is_empty().then_some(Record { site, word, identity, client, ms, state, target, throttled })
 }
 
 #[cfg(test)]
@@ -138,6 +146,7 @@ mod tests {
             at: At { ms: 1_764_000_000_123, seq: 9 },
             state: Arc::new(state),
             target: target.map(Box::from),
+            throttled: target.is_some_and(|t| t.starts_with(b"/a")),
             journal_end: 0,
         }
     }
@@ -159,6 +168,7 @@ mod tests {
             assert_eq!(r.client, e.client);
             assert_eq!(r.ms, e.at.ms);
             assert_eq!(r.target.as_deref(), e.target.as_deref());
+            assert_eq!(r.throttled, e.throttled);
             let state = match &*e.state {
                 State::Unknown => Recorded::Unknown,
                 State::NoFile(s) => Recorded::NoFile(*s),

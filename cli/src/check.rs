@@ -10,7 +10,7 @@ use rules::Robots;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The robots.txt file.
+    /// The robots.txt file, or `-` for standard input.
     robots: PathBuf,
     /// The crawler's product token (single-URL form).
     agent: Option<String>,
@@ -19,12 +19,16 @@ pub struct Args {
     /// A crawler for the table form; repeat for several.
     #[arg(long = "agent", short = 'a')]
     agents: Vec<String>,
-    /// A file of URLs, one per line, or `-` for stdin (table form).
+    /// A file of URLs, one per line, or `-` for stdin (table form); blank
+    /// lines and `#` comment lines are skipped, as `robots diff --urls` does.
     #[arg(long)]
     urls: Option<PathBuf>,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    if args.robots.as_os_str() == "-" && args.urls.as_ref().is_some_and(|u| u.as_os_str() == "-") {
+        bail!("standard input can be the robots.txt (`-`) or the URL list (`--urls -`), not both");
+    }
     let body = super::read_robots(&args.robots)?;
     let robots = Robots::parse(&body);
     match (&args.agent, &args.url, &args.urls) {
@@ -66,7 +70,8 @@ fn table(robots: &Robots, agents: &[String], urls: &PathBuf) -> anyhow::Result<E
     for (n, line) in reader.split(b'\n').enumerate() {
         let line = line.with_context(|| format!("reading URL list at line {}", n + 1))?;
         let url = rules::parse::trim(&line);
-        if url.is_empty() {
+        // No URL or path starts with `#`: such a line is a comment.
+        if url.is_empty() || url.starts_with(b"#") {
             continue;
         }
         for agent in &prepared {

@@ -86,9 +86,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// Reads a robots.txt file, naming it in the error.
+/// Reads a robots.txt file, naming it in the error; `-` is standard
+/// input, as for `--urls -`.
 fn read_robots(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
     use anyhow::Context;
+    use std::io::Read;
+    if path.as_os_str() == "-" {
+        let mut body = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut body).context("cannot read robots.txt from standard input")?;
+        return Ok(body);
+    }
     std::fs::read(path).with_context(|| format!("cannot read robots.txt file {}", path.display()))
 }
 

@@ -409,3 +409,31 @@ fn diff_names_crawlers_as_the_catalogue_spells_them() {
     assert!(!text.contains("googlebot") && !text.contains("GOOGLEBOT  "), "{text}");
     assert!(text.contains("somebot"), "a token the catalogue does not hold stays as written: {text}");
 }
+
+/// Issue #64: `-` is standard input for the robots.txt as for `--urls`,
+/// and a `#` line in a URL list is a comment, never judged as a URL.
+#[test]
+fn robots_from_stdin_and_comments_in_url_lists() {
+    let out = robots(&["check", "-", "Googlebot", "https://x/private/a"], FILE);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("line 2: Disallow: /private"));
+    for cmd in [&["explain", "-", "Googlebot", "/private/a"][..], &["lint", "-"][..]] {
+        let out = robots(cmd, FILE);
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("cannot read"),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = robots(&["check", "-", "--agent", "Googlebot", "--urls", "-"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not both"));
+    let f = temp_file("comments.txt", FILE);
+    let out = robots(
+        &["check", f.to_str().unwrap(), "--agent", "Googlebot", "--urls", "-"],
+        b"# money pages\n/private/a\n\n  # indented\n/ok\n",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 3, "a header and two URLs: {text}");
+    assert!(!text.contains('#'), "{text}");
+}

@@ -131,6 +131,10 @@ fn budgets_hold_over_h2() {
     for _ in 0..20 {
         assert!(curl("/robots.txt").starts_with("http/2 200"));
     }
+    // Following Retry-After over h2 too, the crawler is admitted again.
+    std::thread::sleep(Duration::from_millis(1100));
+    let again = curl("/h2/again");
+    assert!(again.starts_with("http/2 200"), "{again}");
 }
 
 const BINGBOT: &str = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)";

@@ -101,7 +101,9 @@ enum Command {
         /// built-in catalogue), added to or replacing built-in ones.
         #[arg(long)]
         catalogue: Option<PathBuf>,
-        /// Use the kept copies of feeds only; fetch nothing.
+        /// Ask nothing of the network: the kept copies of feeds only, and
+        /// no reverse DNS (a crawler verified by DNS alone is then
+        /// unverifiable here).
         #[arg(long)]
         offline: bool,
     },

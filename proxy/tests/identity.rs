@@ -134,7 +134,7 @@ fn dns_down_is_not_spoofed() {
     let port = free_port();
     let start = std::time::Instant::now();
     let out = Command::new(support::proxy_bin())
-        .args(["verify", "--ip", "66.249.66.1", "--user-agent", GOOGLEBOT, "--budget", "500ms", "--offline"])
+        .args(["verify", "--ip", "66.249.66.1", "--user-agent", GOOGLEBOT, "--budget", "500ms"])
         .arg(format!("--dns=127.0.0.1:{port}"))
         .arg("--catalogue")
         .arg(&catalogue)
@@ -145,6 +145,43 @@ fn dns_down_is_not_spoofed() {
     assert!(text.contains("pending:") && text.contains("neither verified nor refused"), "{text}");
     assert!(!text.contains("background"), "a one-shot command asks nothing in the background: {text}");
     assert!(start.elapsed() < std::time::Duration::from_secs(3), "the budget bounds the wait");
+}
+
+/// Issue #64: `--offline` asks nothing of the network, reverse DNS
+/// included: a resolver on loopback receives no query, and the answer says
+/// DNS was not asked.
+#[test]
+fn offline_asks_no_reverse_dns() {
+    let dir = temp_dir("identity-offline");
+    let catalogue = dir.join("catalogue.yaml");
+    std::fs::write(
+        &catalogue,
+        "crawlers:\n  - { token: Googlebot, operator: Google, purpose: search, obeys: true, source: https://example.test/,\n      verify: { rdns: [googlebot.com] } }\n",
+    )
+    .unwrap();
+    let resolver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    resolver.set_read_timeout(Some(std::time::Duration::from_millis(300))).unwrap();
+    let out = Command::new(support::proxy_bin())
+        .args(["verify", "--ip", "66.249.66.1", "--user-agent", GOOGLEBOT, "--budget", "2s", "--offline"])
+        .arg(format!("--dns={}", resolver.local_addr().unwrap()))
+        .arg("--catalogue")
+        .arg(&catalogue)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("reverse DNS: not asked (--offline)"), "{text}");
+    assert!(!text.starts_with("verified") && out.status.code() == Some(3), "{text}");
+    let mut buf = [0u8; 512];
+    assert!(resolver.recv_from(&mut buf).is_err(), "--offline sent a DNS query: {text}");
+    // Without --offline the same resolver is asked.
+    let _ = Command::new(support::proxy_bin())
+        .args(["verify", "--ip", "66.249.66.1", "--user-agent", GOOGLEBOT, "--budget", "300ms"])
+        .arg(format!("--dns={}", resolver.local_addr().unwrap()))
+        .arg("--catalogue")
+        .arg(&catalogue)
+        .output()
+        .unwrap();
+    assert!(resolver.recv_from(&mut buf).is_ok(), "the resolver is asked when online");
 }
 
 /// A feed may be a file, for a gateway that fetches nothing itself.

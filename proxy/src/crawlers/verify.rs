@@ -27,7 +27,7 @@ pub struct Request {
     pub feeds_dir: Option<PathBuf>,
     /// Entries added to the built-in catalogue.
     pub extra: Option<Catalogue>,
-    /// Fetch no feed.
+    /// Ask nothing of the network: no feed fetched, no reverse DNS.
     pub offline: bool,
 }
 
@@ -45,9 +45,19 @@ pub async fn verify(r: Request) -> anyhow::Result<i32> {
     if let Some(dir) = &r.feeds_dir {
         std::fs::create_dir_all(dir)?;
     }
-    let dns = Dns::new(&DnsOptions { servers: r.dns.clone(), timeout: r.budget, budget: r.budget, in_flight: 4 })
-        .map_err(anyhow::Error::msg)?;
-    let identity = Identity::new(catalogue, r.feeds_dir.as_deref(), Some(dns));
+    // Offline asks nothing of the network: no feed, and no reverse DNS.
+    let dns = if r.offline {
+        if !crawler.verify.rdns.is_empty() {
+            println!("reverse DNS: not asked (--offline)");
+        }
+        None
+    } else {
+        Some(
+            Dns::new(&DnsOptions { servers: r.dns.clone(), timeout: r.budget, budget: r.budget, in_flight: 4 })
+                .map_err(anyhow::Error::msg)?,
+        )
+    };
+    let identity = Identity::new(catalogue, r.feeds_dir.as_deref(), dns);
     if !r.offline {
         let client = reqwest::Client::builder().timeout(Duration::from_secs(20)).build()?;
         for source in &crawler.verify.ip_ranges {

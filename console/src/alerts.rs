@@ -25,7 +25,9 @@ pub struct AlertLine {
     /// `critical`, `warning` or `info`.
     pub severity: String,
     /// `sent`, `queued`, `waiting` (not tried: the mail server failed on
-    /// another alert; `last_error` says how), `failed`, or `recorded`
+    /// another alert; `last_error` says how), `failed` (to be tried
+    /// again), `refused` (the mail server refused it for good, a 5xx: not
+    /// tried again unless retried from here), or `recorded`
     /// (no email is configured, so nothing will send it; channels and
     /// digests have their own deliveries).
     pub status: &'static str,
@@ -51,7 +53,7 @@ pub struct AlertsPage {
 /// which an unsent alert is only recorded, never "queued".
 pub async fn list(store: &Store, email: bool) -> Result<Vec<AlertLine>, StoreError> {
     let rows = sqlx::query(
-        "SELECT id, site, created_at, subject, sent_at, attempts, last_error, severity FROM alerts ORDER BY id DESC LIMIT $1",
+        "SELECT id, site, created_at, subject, sent_at, attempts, last_error, severity, next_attempt_at FROM alerts ORDER BY id DESC LIMIT $1",
     )
     .bind(LIMIT)
     .fetch_all(store.pool())
@@ -70,6 +72,9 @@ pub async fn list(store: &Store, email: bool) -> Result<Vec<AlertLine>, StoreErr
                 status: match (sent, &last_error, r.try_get::<i64, _>("attempts")?) {
                     (Some(_), _, _) => "sent",
                     (None, _, _) if !email => "recorded",
+                    (None, Some(_), _) if r.try_get::<i64, _>("next_attempt_at")? >= monitor::store::GIVEN_UP => {
+                        "refused"
+                    }
                     (None, Some(_), 0) => "waiting",
                     (None, Some(_), _) => "failed",
                     (None, None, _) => "queued",

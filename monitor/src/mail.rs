@@ -33,9 +33,21 @@ pub enum MailError {
         /// Why.
         reason: String,
     },
-    /// Building or sending the message failed.
+    /// Building or sending the message failed; worth trying again.
     #[error("sending mail failed: {0}")]
     Send(String),
+    /// The server refused the message for good (an SMTP 5xx reply, RFC
+    /// 5321 §4.2.1): the same message would be refused again, so it is
+    /// not retried.
+    #[error("the mail server refused the message (permanent, not retried): {0}")]
+    Refused(String),
+}
+
+impl MailError {
+    /// Whether sending again cannot succeed.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, MailError::Refused(_))
+    }
 }
 
 /// Sends alerts to the configured recipients.
@@ -102,9 +114,19 @@ impl Mailer {
         Ok(Mailer { transport: builder.build(), from: mailbox("from", &email.from)?, to })
     }
 
+    /// An alert's `Message-ID`: the same for every attempt at it, so a
+    /// receiver that got a message whose acknowledgement was lost keeps
+    /// one copy; unique per site and alert; on the sender's domain.
+    pub fn message_id(&self, alert: &AlertRow) -> String {
+        let site: String =
+            alert.site.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();
+        format!("<alert-{}.{site}.robotsgate@{}>", alert.id, self.from.email.domain())
+    }
+
     /// Sends one alert as a multipart text and HTML message.
     pub async fn send(&self, alert: &AlertRow) -> Result<(), MailError> {
-        let mut builder = Message::builder().from(self.from.clone()).subject(&alert.subject);
+        let mut builder =
+            Message::builder().from(self.from.clone()).subject(&alert.subject).message_id(Some(self.message_id(alert)));
         for to in &self.to {
             builder = builder.to(to.clone());
         }
@@ -112,6 +134,7 @@ impl Mailer {
             .multipart(MultiPart::alternative_plain_html(alert.body_text.clone(), alert.body_html.clone()))
             .map_err(|e| MailError::Send(e.to_string()))?;
         match tokio::time::timeout(SEND_LIMIT, self.transport.send(message)).await {
+            Ok(Err(e)) if e.is_permanent() => Err(MailError::Refused(e.to_string())),
             Ok(sent) => sent.map(|_| ()).map_err(|e| MailError::Send(e.to_string())),
             Err(_) => Err(MailError::Send(format!("no answer within {} s", SEND_LIMIT.as_secs()))),
         }

@@ -547,6 +547,14 @@ impl Monitor {
                     tracing::info!(site = %alert.site, subject = %alert.subject, "alert sent");
                     sent += 1;
                 }
+                Err(e) if e.is_permanent() => {
+                    // Refused for good: kept with its reason, never sent
+                    // again; the next alert is tried (the refusal may be
+                    // this message's alone).
+                    crate::counters::counters().deliveries.with_label_values(&["email", "refused"]).inc();
+                    self.store.alert_failed(alert.id, &e.to_string(), crate::store::GIVEN_UP).await?;
+                    tracing::error!(site = %alert.site, error = %e, "the mail server refused an alert; it is not retried");
+                }
                 Err(e) => {
                     crate::counters::counters().deliveries.with_label_values(&["email", "failed"]).inc();
                     let backoff = crate::channels::backoff(alert.attempts);

@@ -93,6 +93,11 @@ pub struct VerdictRow {
     pub rule: Option<String>,
 }
 
+/// The `next_attempt_at` of an alert the mail server refused for good
+/// (an SMTP 5xx): never due again. It stays in the outbox, unsent, with
+/// the server's reply in `last_error`, for the alerts page to show.
+pub const GIVEN_UP: i64 = i64::MAX / 2;
+
 /// An alert waiting in the outbox.
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct AlertRow {
@@ -389,7 +394,7 @@ impl Store {
         Ok(())
     }
 
-    /// Records a failed delivery and when to try again.
+    /// Records a failed delivery and when to try again ([`GIVEN_UP`]: never).
     pub async fn alert_failed(&self, id: i64, error: &str, retry_at: i64) -> Result<(), StoreError> {
         sqlx::query("UPDATE alerts SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2 WHERE id = $3")
             .bind(error)

@@ -304,6 +304,59 @@ fn smtp_outage_loses_nothing() {
     assert_eq!(scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL"), 0);
 }
 
+/// Issue #64: a mail server that refuses for good (5xx) is not retried as
+/// a transient failure: the alert is kept, marked refused with the
+/// server's reply, and never sent again; a 4xx is retried. Every mail has
+/// a `Message-ID`, the same for each attempt at one alert.
+#[test]
+fn a_permanent_refusal_is_not_retried_and_mails_have_a_message_id() {
+    let dir = temp_dir("smtp-refused");
+    let database = fresh_database(Db::Sqlite, &dir).unwrap();
+    let origin = Origin::start();
+    let port = free_port();
+    let cfg = write_config(&dir, &config(&database, &origin, port, ""));
+    let mut refusing = Smtp::start_refusing(port, &dir.join("refusing"), "550 5.1.1 no such mailbox here");
+    origin.set("/robots.txt", Reply::ok(V1));
+    once(&cfg);
+    origin.set("/robots.txt", Reply::status(503));
+    once(&cfg);
+    let refused =
+        "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL AND attempts = 1 AND last_error LIKE '%permanent%550%'";
+    assert_eq!(scalar(&database, refused), 1, "{}", scalar_text(&database, "SELECT last_error FROM alerts"));
+    // Due times pass; the refused alert is not tried again.
+    scalar(&database, "UPDATE alerts SET created_at = created_at - 3600000 RETURNING 0");
+    once(&cfg);
+    assert_eq!(scalar(&database, "SELECT MAX(attempts) FROM alerts"), 1, "a 5xx is not retried");
+    refusing.stop();
+    // A transient refusal (4xx) is retried.
+    let mut busy = Smtp::start_refusing(port, &dir.join("busy"), "451 4.3.0 try again later");
+    origin.set("/robots.txt", Reply::ok(V1));
+    once(&cfg);
+    let retried = "SELECT next_attempt_at FROM alerts WHERE last_error LIKE '%451%'";
+    assert!(scalar(&database, retried) < i64::MAX / 4, "a 4xx is retried later");
+    busy.stop();
+    // A working server: the recovery goes out with a Message-ID; the
+    // refused alert stays refused.
+    let smtp = Smtp::start_on(port, &dir.join("mail"));
+    scalar(
+        &database,
+        "UPDATE alerts SET next_attempt_at = 0 WHERE sent_at IS NULL AND next_attempt_at < 1000000000000000 RETURNING 0",
+    );
+    once(&cfg);
+    let mails = smtp.wait_for(1);
+    assert_eq!(mails.len(), 1, "only the retried alert: {mails:?}");
+    let id = mails[0]
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("message-id:"))
+        .unwrap_or_else(|| panic!("{}", mails[0]));
+    assert!(id.contains(".shop.robotsgate@test.example>"), "{id}");
+    assert_eq!(
+        scalar(&database, "SELECT COUNT(*) FROM alerts WHERE sent_at IS NULL"),
+        1,
+        "the refused one stays unsent"
+    );
+}
+
 /// Webhook and Slack channels through the outbox: a webhook for critical
 /// and warning alerts (signed), a Slack channel for critical ones only.
 /// Both receivers are down when the outage is alerted, then come back:

@@ -300,6 +300,32 @@ impl Smtp {
         Smtp { port, dir: dir.to_path_buf(), child: Some(child) }
     }
 
+    /// A real aiosmtpd on `port` that refuses every recipient with
+    /// `reply` (say `550 5.1.1 no such mailbox`), and keeps nothing.
+    pub fn start_refusing(port: u16, dir: &Path, reply: &str) -> Smtp {
+        std::fs::create_dir_all(dir).expect("handler dir");
+        std::fs::write(
+            dir.join("refusing.py"),
+            format!(
+                "class Refusing:\n    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):\n        return {reply:?}\n"
+            ),
+        )
+        .expect("handler");
+        let child = Command::new("/usr/bin/python3")
+            .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}"), "-c", "refusing.Refusing"])
+            .env("PYTHONPATH", dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start aiosmtpd");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "aiosmtpd did not start on port {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Smtp { port, dir: dir.to_path_buf(), child: Some(child) }
+    }
+
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();

@@ -136,7 +136,7 @@ fn a_crawler_at_ten_times_its_rate_for_a_minute_is_held_to_it_within_one_burst()
     let (mut asked, mut ok, mut robots_ok, mut robots_asked) = (0u64, 0u64, 0u64, 0u64);
     let mut i = 0u64;
     while start.elapsed() < Duration::from_secs(60) {
-        let g = if i % 2 == 0 { &a } else { &b };
+        let g = if i.is_multiple_of(2) { &a } else { &b };
         let status = get(g.addr, &format!("/m/{i}"));
         asked += 1;
         ok += u64::from(status == 200);

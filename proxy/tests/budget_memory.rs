@@ -34,7 +34,7 @@ fn rss_kib(pid: u32) -> u64 {
 /// The `i`th request: a client and a User-Agent of its own.
 fn request_bytes(i: u64, out: &mut Vec<u8>) {
     let ip = format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255);
-    let ip = if i % 2 == 1 { format!("2001:db8::{:x}:{:x}", i >> 16, i & 0xffff) } else { ip };
+    let ip = if !i.is_multiple_of(2) { format!("2001:db8::{:x}:{:x}", i >> 16, i & 0xffff) } else { ip };
     // One in 256 names no catalogued crawler: not a crawler claim, so no
     // budget, and proxied (the origin's answers are the slow part here).
     let ua = match (i % 256, i % 3) {
@@ -73,8 +73,7 @@ fn send(addr: SocketAddr, first: u64, count: u64) -> u64 {
             let k = stream.read(&mut read).expect("read");
             assert!(k > 0, "the gateway closed the connection after {answers} of {n}");
             got.extend_from_slice(&read[..k]);
-            loop {
-                let Some(end) = find(&got[at..], b"\r\n\r\n") else { break };
+            while let Some(end) = find(&got[at..], b"\r\n\r\n") {
                 let head = std::str::from_utf8(&got[at..at + end]).expect("a text head");
                 let len: usize = head
                     .lines()

@@ -207,33 +207,30 @@ impl Preferences {
         impl Handler for Reader {
             fn directive(&mut self, d: &Directive<'_>) {
                 let group = self.grouping.see(d);
-                match d.kind {
-                    KeyKind::Unknown => {
-                        let key = d.key.to_ascii_lowercase();
-                        let value = String::from_utf8_lossy(d.value).trim().to_string();
-                        match key.as_slice() {
-                            // Unknown keys neither end a group nor start one,
-                            // for Google's parser: the lines belong to the
-                            // group the engine groups them with.
-                            b"content-signal" => {
-                                let (entries, junk) = entries(&value);
-                                self.prefs.signals.push(Signal { line: d.line, group, entries, junk });
-                            }
-                            b"content-usage" => {
-                                // A path is there only when the value starts with `/`.
-                                let (path, rest) = match value.split_once([' ', '\t']) {
-                                    Some((p, r)) if p.starts_with('/') => (Some(p.to_string()), r),
-                                    None if value.starts_with('/') => (Some(value.clone()), ""),
-                                    _ => (None, value.as_str()),
-                                };
-                                let (entries, junk) = dictionary(rest.trim_matches([' ', '\t']));
-                                self.prefs.usages.push(Usage { line: d.line, group, path, entries, junk });
-                            }
-                            b"license" => self.prefs.licenses.push(License { line: d.line, url: value }),
-                            _ => {}
+                if d.kind == KeyKind::Unknown {
+                    let key = d.key.to_ascii_lowercase();
+                    let value = String::from_utf8_lossy(d.value).trim().to_string();
+                    match key.as_slice() {
+                        // Unknown keys neither end a group nor start one,
+                        // for Google's parser: the lines belong to the
+                        // group the engine groups them with.
+                        b"content-signal" => {
+                            let (entries, junk) = entries(&value);
+                            self.prefs.signals.push(Signal { line: d.line, group, entries, junk });
                         }
+                        b"content-usage" => {
+                            // A path is there only when the value starts with `/`.
+                            let (path, rest) = match value.split_once([' ', '\t']) {
+                                Some((p, r)) if p.starts_with('/') => (Some(p.to_string()), r),
+                                None if value.starts_with('/') => (Some(value.clone()), ""),
+                                _ => (None, value.as_str()),
+                            };
+                            let (entries, junk) = dictionary(rest.trim_matches([' ', '\t']));
+                            self.prefs.usages.push(Usage { line: d.line, group, path, entries, junk });
+                        }
+                        b"license" => self.prefs.licenses.push(License { line: d.line, url: value }),
+                        _ => {}
                     }
-                    _ => {}
                 }
             }
         }

@@ -141,8 +141,9 @@ impl Ledger {
         identity: Option<Answer>,
         client: Option<IpAddr>,
         state: Arc<State>,
-        target: Option<&[u8]>,
-        throttled: bool,
+        // A request's target and whether a budget throttled it; `None` for
+        // a robots.txt fetch, which is never throttled.
+        target: Option<(&[u8], bool)>,
     ) {
         let mut event = Event {
             site: Arc::from(site),
@@ -151,8 +152,8 @@ impl Ledger {
             client,
             at: At { ms: now().0, seq: 0 },
             state,
-            target: target.map(Box::from),
-            throttled,
+            target: target.map(|(t, _)| Box::from(t)),
+            throttled: target.is_some_and(|(_, throttled)| throttled),
             journal_end: 0,
         };
         let mut pending = self.buffer.lock().unwrap_or_else(|e| e.into_inner());
@@ -198,13 +199,13 @@ impl Ledger {
         target: &[u8],
         throttled: bool,
     ) {
-        self.push(site, word, identity, client, state, Some(target), throttled);
+        self.push(site, word, identity, client, state, Some((target, throttled)));
     }
 
     /// A crawler's `/robots.txt` fetch, and what the store served then
     /// (or, with no copy to serve, what the origin last answered).
     pub fn fetch(&self, site: &str, word: &str, identity: Option<Answer>, client: Option<IpAddr>, state: Arc<State>) {
-        self.push(site, word, identity, client, state, None, false);
+        self.push(site, word, identity, client, state, None);
     }
 
     /// The ledger's part of `/status`.

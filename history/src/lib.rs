@@ -23,22 +23,56 @@ use sqlx::{AnyConnection, AnyPool, Row};
 /// Why the database could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    /// The database could not be reached or created.
-    #[error("cannot open database `{target}`: {source}")]
+    /// `database:` names neither a PostgreSQL URL nor a SQLite file.
+    #[error(
+        "database: `{given}` {why}; write a SQLite file path (`history.db`, `/var/lib/robotsgate/history.db`), `sqlite://history.db`, `sqlite:///var/lib/robotsgate/history.db`, or `postgres://user:password@host/name`"
+    )]
+    Form {
+        /// What was given (without password).
+        given: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The database could not be reached or created. The driver's error
+    /// is said once, in the message, not again as a cause.
+    #[error("cannot open database `{target}`: {error}")]
     Open {
         /// The path or URL (without password).
         target: String,
         /// The driver's error.
-        source: sqlx::Error,
+        error: sqlx::Error,
     },
     /// Migrations failed.
-    #[error("cannot migrate database `{target}`: {source}")]
+    #[error("cannot migrate database `{target}`: {error}")]
     Migrate {
         /// The path or URL (without password).
         target: String,
         /// The migrator's error.
-        source: sqlx::migrate::MigrateError,
+        error: sqlx::migrate::MigrateError,
     },
+}
+
+/// The SQLite file `database` names, relative paths under `base`: a plain
+/// path, or one of the URL forms sqlx documents (`sqlite://PATH`,
+/// `sqlite:PATH`, `sqlite:///ABSOLUTE`), with any `?options` dropped (the
+/// file is always opened read-write, created if missing).
+pub fn sqlite_path(database: &str, base: &Path) -> Result<std::path::PathBuf, OpenError> {
+    let form = |why| OpenError::Form { given: database.to_string(), why };
+    let path = match database.strip_prefix("sqlite:") {
+        Some(rest) => {
+            let rest = rest.split_once('?').map_or(rest, |(p, _)| p);
+            if rest == ":memory:" || rest.is_empty() {
+                return Err(form("keeps nothing on disk, and robotsgate's history must outlive the process"));
+            }
+            // `sqlite://a.db` is relative, `sqlite:///a.db` absolute.
+            rest.strip_prefix("//").unwrap_or(rest)
+        }
+        None if database.contains("://") => return Err(form("is a URL of a database robotsgate does not use")),
+        None if database.trim().is_empty() => return Err(form("is empty")),
+        None => database,
+    };
+    let path = Path::new(path);
+    Ok(if path.is_absolute() { path.to_path_buf() } else { base.join(path) })
 }
 
 /// Which engine is behind the pool.
@@ -95,14 +129,13 @@ pub fn shown(database: &str) -> String {
 }
 
 /// Opens (creating if needed) and migrates the database: a `postgres://`
-/// URL, or a SQLite file path relative to `base`.
+/// URL, or a SQLite file ([`sqlite_path`]) relative to `base`.
 pub async fn open(database: &str, base: &Path, options: Options) -> Result<Db, OpenError> {
     sqlx::any::install_default_drivers();
     let (url, backend, target) = if is_postgres(database) {
         (database.to_string(), Backend::Postgres, shown(database))
     } else {
-        let path =
-            if Path::new(database).is_absolute() { Path::new(database).to_path_buf() } else { base.join(database) };
+        let path = sqlite_path(database, base)?;
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
@@ -141,12 +174,12 @@ pub async fn open(database: &str, base: &Path, options: Options) -> Result<Db, O
         })
         .connect(&url)
         .await
-        .map_err(|source| OpenError::Open { target: target.clone(), source })?;
+        .map_err(|error| OpenError::Open { target: target.clone(), error })?;
     let migrated = match backend {
         Backend::Sqlite => sqlx::migrate!("../migrations/sqlite").run(&pool).await,
         Backend::Postgres => sqlx::migrate!("../migrations/postgres").run(&pool).await,
     };
-    migrated.map_err(|source| OpenError::Migrate { target, source })?;
+    migrated.map_err(|error| OpenError::Migrate { target, error })?;
     Ok(Db { pool, backend })
 }
 
@@ -249,6 +282,25 @@ pub async fn latest(pool: &AnyPool, site: &str, limit: i64) -> Result<Vec<Seen>,
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sqlite_is_a_path_or_a_url_of_the_forms_sqlx_documents() {
+        let base = Path::new("/etc/robotsgate");
+        for (given, path) in [
+            ("history.db", "/etc/robotsgate/history.db"),
+            ("/var/lib/r.db", "/var/lib/r.db"),
+            ("sqlite://history.db", "/etc/robotsgate/history.db"),
+            ("sqlite:history.db?mode=rwc", "/etc/robotsgate/history.db"),
+            ("sqlite:///var/lib/r.db", "/var/lib/r.db"),
+        ] {
+            assert_eq!(sqlite_path(given, base).unwrap(), Path::new(path), "{given}");
+        }
+        for (given, says) in [("sqlite::memory:", "keeps nothing"), ("mysql://h/db", "does not use"), ("", "is empty")]
+        {
+            let e = sqlite_path(given, base).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("sqlite:///"), "{given}: {e}");
+        }
+    }
+
     use super::*;
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {

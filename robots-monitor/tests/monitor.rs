@@ -813,3 +813,33 @@ fn ai_policy_contradictions_are_alerted_on_sqlite() {
 fn ai_policy_contradictions_are_alerted_on_postgres() {
     ai_policy_contradictions_are_alerted(Db::Postgres);
 }
+
+/// Issue #64: `database:` takes the SQLite URL forms sqlx documents
+/// (`sqlite:///ABSOLUTE`, `sqlite://RELATIVE`), and a file that cannot be
+/// opened is said once, with the forms robotsgate takes.
+#[test]
+fn sqlite_urls_are_taken_and_a_bad_one_is_said_once() {
+    let dir = temp_dir("sqlite-url");
+    std::fs::create_dir_all(dir.join("site")).unwrap();
+    std::fs::write(dir.join("site/robots.txt"), V1).unwrap();
+    let site = "agents: [Googlebot]\nsites:\n  - name: local\n    file: site/robots.txt\n";
+    let absolute = dir.join("abs.db");
+    for (database, file) in [
+        (format!("sqlite://{}", absolute.display()), absolute.clone()),
+        ("sqlite://rel.db".to_string(), dir.join("rel.db")),
+        ("sqlite:plain.db?mode=rwc".to_string(), dir.join("plain.db")),
+    ] {
+        let cfg = write_config(&dir, &format!("database: \"{database}\"\n{site}"));
+        let out = monitor(&cfg, &["once"]);
+        assert_eq!(out.status.code(), Some(0), "{database}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(scalar(&file.display().to_string(), "SELECT COUNT(*) FROM states"), 1, "{database}");
+    }
+    let cfg = write_config(&dir, &format!("database: \"sqlite:///proc/robotsgate/r.db\"\n{site}"));
+    let out = monitor(&cfg, &["once"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(err.matches("unable to open database file").count(), 1, "said once: {err}");
+    let cfg = write_config(&dir, &format!("database: \"sqlite::memory:\"\n{site}"));
+    let err = String::from_utf8_lossy(&monitor(&cfg, &["once"]).stderr).into_owned();
+    assert!(err.contains("keeps nothing on disk") && err.contains("sqlite:///"), "{err}");
+}

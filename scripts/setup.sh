@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Installs what building and testing robotsgate needs on a fresh Debian
 # machine: the system packages pingora needs (cmake, pkg-config, libssl-dev),
-# a C toolchain, the openssl and curl commands the TLS test uses, and
-# headless Chromium with its WebDriver for the console tests. Safe
-# to run again: it installs only what is missing.
+# a C toolchain, the openssl and curl commands the TLS test uses, and,
+# with SETUP_FOR=tests, headless Chromium with its WebDriver for the
+# console tests and dnsmasq. Safe to run again: it installs only what is
+# missing.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libssl-dev openssl curl chromium chromium-driver dnsmasq-base)
+packages=(build-essential cmake pkg-config libssl-dev openssl curl)
+# What only the tests need: headless Chromium and its WebDriver (the
+# console's pages), and dnsmasq (a resolver on loopback). scripts/test.sh
+# asks for them with SETUP_FOR=tests; the main job (scripts/run.sh) does not.
+if [ "${SETUP_FOR:-}" = tests ]; then
+  packages+=(chromium chromium-driver dnsmasq-base)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -9,7 +9,7 @@
 # and the shortest sequence that reproduces it, and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+SETUP_FOR=tests source scripts/setup.sh
 source scripts/services.sh
 secs="${1:-3600}"
 shift || true

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-source scripts/setup.sh
+SETUP_FOR=tests source scripts/setup.sh
 source scripts/services.sh
 export CARGO_TERM_COLOR=never
 

@@ -107,15 +107,18 @@ enum Command {
         #[arg(long)]
         offline: bool,
     },
-    /// Replace the running robots-proxy PID with this binary, with no
+    /// Replace the running robots-proxy (the one serving this config, by
+    /// `state_dir/robots-proxy.pid`, or PID) with this binary, with no
     /// connection refused: starts `robots-proxy --config … --upgrade`, waits
     /// for it to listen on the upgrade socket, sends PID SIGQUIT, and exits
     /// 0 once the new process has taken over (1 if it failed; 2 if it never
     /// started, and PID serves on). For systemd's `ExecReload=`.
     Upgrade {
-        /// The running gateway's process id (systemd: `$MAINPID`).
+        /// The running gateway's process id (systemd: `$MAINPID`); without
+        /// it, the gateway that serves this config (its pid file in
+        /// `state_dir`).
         #[arg(long)]
-        from: u32,
+        from: Option<u32>,
         /// How long the new process may take to start listening.
         #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
         timeout: std::time::Duration,
@@ -240,6 +243,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     };
     let upgrade_sock = settings.upgrade_sock.clone().unwrap_or_else(|| settings.state_dir.join("upgrade.sock"));
     if let Some(Command::Upgrade { from, timeout, logs_here }) = cli.command {
+        let from = match from {
+            Some(pid) => pid,
+            None => match proxy::upgrade::serving(&settings.state_dir) {
+                Ok(pid) => pid,
+                Err(why) => {
+                    eprintln!("robots-proxy: upgrade not started: {why}");
+                    std::process::exit(2);
+                }
+            },
+        };
         let exe = std::env::current_exe().context("finding this binary")?;
         std::fs::create_dir_all(upgrade_sock.parent().unwrap_or(std::path::Path::new(".")))
             .with_context(|| format!("creating the folder of {}", upgrade_sock.display()))?;
@@ -655,7 +668,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     server.add_service(admin);
     let ready: Vec<std::net::SocketAddr> =
         settings.listen.iter().chain([&settings.admin]).filter_map(|a| a.parse().ok()).collect();
-    server.add_service(background_service("readiness", proxy::upgrade::Ready { addrs: ready }));
+    server.add_service(background_service(
+        "readiness",
+        proxy::upgrade::Ready { addrs: ready, pid_file: settings.state_dir.join(proxy::upgrade::PID_FILE) },
+    ));
     // Last: with `--upgrade`, bootstrapping opens the upgrade socket and
     // takes the old process's listeners, which signals it to go. Everything
     // that can refuse a start (the config, the admin token, certificates,

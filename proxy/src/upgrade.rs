@@ -75,6 +75,33 @@ pub fn notify(state: &str) {
 pub struct Ready {
     /// The plain listeners and the admin listener.
     pub addrs: Vec<std::net::SocketAddr>,
+    /// Where this process writes its pid once it serves
+    /// ([`PID_FILE`] in `state_dir`): what `upgrade` without `--from`
+    /// replaces. A new process that took over writes its own.
+    pub pid_file: PathBuf,
+}
+
+/// The pid file's name in `state_dir`.
+pub const PID_FILE: &str = "robots-proxy.pid";
+
+/// The gateway serving from `state_dir`, by its pid file: `upgrade`'s
+/// `--from` when none is given, so that on a host with several gateways
+/// the one of this config is replaced, never another.
+pub fn serving(state_dir: &Path) -> Result<u32, String> {
+    let path = state_dir.join(PID_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!("no running gateway is recorded for this config ({}: {e}); give --from PID", path.display())
+    })?;
+    let pid: u32 =
+        text.trim().parse().map_err(|_| format!("{} holds `{}`, not a process id", path.display(), text.trim()))?;
+    if !alive(pid) {
+        return Err(format!("{} names process {pid}, which is not running; start the gateway instead", path.display()));
+    }
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    if !cmdline.split(|b| *b == 0).next().is_some_and(|argv0| argv0.ends_with(b"robots-proxy")) {
+        return Err(format!("{} names process {pid}, which is not robots-proxy; give --from PID", path.display()));
+    }
+    Ok(pid)
 }
 
 #[async_trait::async_trait]
@@ -89,6 +116,13 @@ impl pingora::services::background::BackgroundService for Ready {
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
+        }
+        // Written by rename, so `upgrade` never reads half a number.
+        let tmp = self.pid_file.with_extension("pid.new");
+        let written = std::fs::write(&tmp, format!("{}\n", std::process::id()))
+            .and_then(|()| std::fs::rename(&tmp, &self.pid_file));
+        if let Err(e) = written {
+            tracing::warn!(file = %self.pid_file.display(), "cannot write the pid file: {e}; upgrade needs --from");
         }
         notify(&format!("READY=1\nMAINPID={}", std::process::id()));
     }

@@ -227,3 +227,66 @@ fn upgrade_under_load_on_the_fast_path() {
 fn upgrade_under_load_on_the_pipeline() {
     upgrade_under_load(false);
 }
+
+/// Issue #64: on a host with two gateways, `upgrade` with no `--from`
+/// replaces the one serving its config (by the pid file in its
+/// `state_dir`), never the other; the new process then records itself, so
+/// a second upgrade replaces it in turn. With no gateway running for a
+/// config, `upgrade` says so and starts nothing.
+#[test]
+fn upgrade_finds_the_gateway_of_its_config() {
+    let origin = Origin::start();
+    origin.set("/robots.txt", Reply::ok(ROBOTS));
+    origin.set("/page", Reply::ok("a page\n"));
+    let (dir_a, dir_b) = (temp_dir("upgrade-find-a"), temp_dir("upgrade-find-b"));
+    let (cfg_a, addr_a, _) = config(&dir_a, &origin, true);
+    let (cfg_b, addr_b, _) = config(&dir_b, &origin, false);
+    let start = |cfg: &Path| {
+        Command::new(support::proxy_bin())
+            .arg("--config")
+            .arg(cfg)
+            .env("ROBOTSGATE_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (mut a, mut b) = (start(&cfg_a), start(&cfg_b));
+    assert!(wait_listening(addr_a, 20) && wait_listening(addr_b, 20));
+    let pid_file = dir_a.join("state/robots-proxy.pid");
+    let recorded = |path: &Path| std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse::<u32>().ok());
+    assert!(eventually(10, || recorded(&pid_file) == Some(a.id())), "the gateway records its pid");
+    let upgrade = |cfg: &Path| {
+        let out = Command::new(support::proxy_bin())
+            .args(["--config", cfg.to_str().unwrap(), "upgrade", "--logs-here"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let (code, said) = upgrade(&cfg_a);
+    assert_eq!(code, Some(0), "{said}");
+    let new_a: u32 = said.split_whitespace().nth(1).and_then(|p| p.parse().ok()).expect("the new pid");
+    let exited = (0..100).find_map(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        a.try_wait().ok().flatten()
+    });
+    assert!(exited.is_some(), "A's old process handed over and left");
+    assert_eq!(b.try_wait().unwrap(), None, "B was not touched");
+    assert!(eventually(10, || recorded(&pid_file) == Some(new_a)), "the new process records itself");
+    assert_eq!(request(addr_a, "GET", "shop.test", "/page", &[]).map(|r| r.status), Some(200));
+    // Again: the new one is found and replaced.
+    let (code, said) = upgrade(&cfg_a);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(eventually(10, || !alive(new_a)), "the second upgrade replaced the first's process");
+    let newest = recorded(&pid_file).unwrap();
+    let _ = Command::new("kill").args(["-TERM", &newest.to_string()]).status();
+    assert!(eventually(10, || !alive(newest)));
+    // Nothing serves A's config now: refused, nothing started.
+    let (code, said) = upgrade(&cfg_a);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("not running"), "{said}");
+    let _ = b.kill();
+    let _ = b.wait();
+}

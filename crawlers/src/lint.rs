@@ -148,11 +148,38 @@ fn conflicts(body: &[u8], catalogue: &Catalogue) -> Vec<Diagnostic> {
             }
         }
     }
+    // The two vocabularies in one group, saying opposite things about
+    // training: a reader of `Content-Signal` and one of `Content-Usage`
+    // would each obey a different answer.
+    let mut found = Vec::new();
+    for s in &prefs.signals {
+        for e in s.entries.iter().filter(|e| e.key == "ai-train") {
+            let Some(signal) = e.allow else { continue };
+            let opposite = prefs.usages.iter().filter(|u| u.group.is_some() && u.group == s.group).find_map(|u| {
+                let said = u.entries.iter().find(|e| e.key == "train-ai")?.allow?;
+                (said != signal && u.path.as_deref().is_none_or(|p| p == "/")).then_some((u.line, said))
+            });
+            if let Some((line, usage)) = opposite {
+                found.push(Diagnostic {
+                    line: line.max(s.line),
+                    column: 1,
+                    severity: Severity::Warning,
+                    code: Code::PreferenceConflict,
+                    message: format!(
+                        "`Content-Signal: ai-train={}` (line {}) and `Content-Usage: train-ai={}` (line {line}) in one group say opposite things about AI training: a crawler that reads one vocabulary obeys a different answer than one that reads the other",
+                        if signal { "yes" } else { "no" },
+                        s.line,
+                        if usage { "y" } else { "n" },
+                    ),
+                    hint: "say the same in both, or keep one of the two lines".into(),
+                });
+            }
+        }
+    }
     let reads = |c: &crate::Crawler, group: Option<u32>| {
         let agent = robots.crawler(&c.token);
         group.is_some_and(|g| agent.group().is_some_and(|choice| choice.lines.contains(&g)))
     };
-    let mut found = Vec::new();
     for (line, group, yes) in said {
         let blocked: Vec<&str> =
             trainers.iter().filter(|c| !robots.crawler(&c.token).is_allowed("/")).map(|c| c.token.as_str()).collect();

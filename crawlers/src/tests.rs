@@ -323,3 +323,30 @@ fn the_readme_counts_the_catalogue_right() {
         .expect("the README's count of crawlers");
     assert_eq!(said, Catalogue::builtin().crawlers().len(), "README.md's crawler count");
 }
+
+/// Issue #64: `Content-Signal: ai-train=no` beside `Content-Usage:
+/// train-ai=y` in one group is a contradiction, said at the later line;
+/// the same statements agreeing, or in different groups, are not.
+#[test]
+fn the_two_vocabularies_contradicting_in_one_group() {
+    use crate::lint::lint;
+    let said = |body: &str| -> Vec<(u32, String)> {
+        lint(body.as_bytes(), Catalogue::builtin())
+            .into_iter()
+            .filter(|d| d.code == rules::lint::Code::PreferenceConflict && d.message.contains("opposite"))
+            .map(|d| (d.line, d.message))
+            .collect()
+    };
+    let both = "User-agent: *\nContent-Signal: ai-train=no\nContent-Usage: train-ai=y\nDisallow: /private\n";
+    let found = said(both);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, 3);
+    assert!(found[0].1.contains("ai-train=no` (line 2)") && found[0].1.contains("train-ai=y` (line 3)"), "{found:?}");
+    assert!(said("User-agent: *\nContent-Signal: ai-train=no\nContent-Usage: train-ai=n\nDisallow: /x\n").is_empty());
+    let apart = "User-agent: *\nContent-Signal: ai-train=no\nDisallow: /x\n\nUser-agent: GPTBot\nContent-Usage: train-ai=y\nDisallow: /y\n";
+    assert!(said(apart).is_empty(), "different groups speak to different crawlers");
+    // A path-bound usage speaks of its paths only.
+    assert!(
+        said("User-agent: *\nContent-Signal: ai-train=no\nContent-Usage: /blog/ train-ai=y\nDisallow: /x\n").is_empty()
+    );
+}

@@ -496,6 +496,8 @@ impl Linter {
                 );
             }
             for e in &s.entries {
+                // Each member's finding points at its key, not the value's start.
+                let col = col + label_offset(d.value, &e.key, 0);
                 if !SIGNAL_KEYS.contains(&e.key.as_str()) {
                     self.push(
                         d.line,
@@ -539,7 +541,7 @@ impl Linter {
                 col,
                 Severity::Warning,
                 Code::PreferenceSyntax,
-                "a `Content-Usage` path starts with `/`: a value that starts otherwise has no path, so readers take all of it as the preference".into(),
+                "this value starts with `*`, not `/`, so it has no path: readers take the whole value, the pattern included, as the preference, which then covers every path".into(),
                 "start the path with `/`, for example `Content-Usage: /*.pdf train-ai=n`",
             );
         }
@@ -562,7 +564,10 @@ impl Linter {
                 "write at least one label, for example `train-ai=n`",
             );
         }
+        // Labels come after the path, if there is one.
+        let skip = u.path.as_ref().map_or(0, String::len);
         for e in &u.entries {
+            let col = col + label_offset(d.value, &e.key, skip);
             if let Some((_, now)) = RETIRED_USAGE_KEYS.iter().find(|(k, _)| *k == e.key) {
                 self.push(
                     d.line,
@@ -823,6 +828,23 @@ fn whole_file_checks(body: &[u8], out: &mut Vec<Diagnostic>) {
             hint: "serve the real robots.txt as text/plain at /robots.txt, or answer 404 if there is none".into(),
         });
     }
+}
+
+/// Where the label or key `key` starts in a preference value, counted
+/// from `from` (past a path): the first occurrence that is a whole token
+/// (not inside another label), or 0 when it cannot be found as written.
+fn label_offset(value: &[u8], key: &str, from: usize) -> usize {
+    let key = key.as_bytes();
+    let edge = |b: Option<&u8>| b.is_none_or(|b| !(b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_'));
+    let Some(rest) = value.get(from..) else { return 0 };
+    (0..rest.len())
+        .find(|&i| {
+            rest[i..].len() >= key.len()
+                && rest[i..i + key.len()].eq_ignore_ascii_case(key)
+                && edge(if i == 0 { None } else { rest.get(i - 1) })
+                && edge(rest.get(i + key.len()))
+        })
+        .map_or(0, |i| from + i)
 }
 
 /// Levenshtein distance, for "did you mean" hints on short keys.

@@ -130,6 +130,25 @@ fn columns_point_at_the_value() {
     assert_eq!((d[0].line, d[0].column), (2, 13));
 }
 
+/// Issue #64: a preference label's finding points at the label, not at
+/// the path before it; and the `*` finding says what is wrong.
+#[test]
+fn label_findings_point_at_the_label() {
+    let d = lint(b"User-agent: *\nContent-Usage: /docs/ train-genai=n, search=maybe\nDisallow: /x\n");
+    let syntax: Vec<_> = d.iter().filter(|d| d.code == Code::PreferenceSyntax).collect();
+    // `Content-Usage: /docs/ ` is 22 bytes: train-genai is at column 23.
+    let genai = syntax.iter().find(|d| d.message.contains("train-genai")).unwrap();
+    assert_eq!(genai.column, 23, "{genai:?}");
+    let maybe = syntax.iter().find(|d| d.message.contains("search=maybe")).unwrap();
+    assert_eq!(maybe.column, 38, "{maybe:?}");
+    let d = lint(b"User-agent: *\nContent-Signal: search=yes, ai-trian=no\nDisallow: /x\n");
+    let typo = d.iter().find(|d| d.message.contains("ai-trian")).unwrap();
+    assert_eq!(typo.column, 29, "{typo:?}");
+    let d = lint(b"User-agent: *\nContent-Usage: *.pdf train-ai=n\nDisallow: /x\n");
+    let star = d.iter().find(|d| d.message.contains("starts with `*`")).unwrap_or_else(|| panic!("{d:?}"));
+    assert!(star.message.contains("not `/`") && !star.message.contains("starts otherwise"), "{star:?}");
+}
+
 #[test]
 fn every_code_is_exercised_here() {
     // Keeps this file honest when a code is added.

@@ -26,8 +26,9 @@ pub struct Args {
     #[arg(long = "agent", short = 'a')]
     agents: Vec<String>,
     /// A file of URLs (or paths), one per line; `-` for stdin (default:
-    /// with --config the site's saved URLs, else `/` and a path for each
-    /// rule of either file, so that every changed rule is tried).
+    /// with --config the site's saved URLs and `/`, which the gate's floor
+    /// guards, else `/` and a path for each rule of either file, so that
+    /// every changed rule is tried).
     #[arg(long)]
     urls: Option<PathBuf>,
     /// The robotsgate config whose pins and floor the change must keep,
@@ -78,7 +79,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let (old_policy, new_policy) = (as_policy(&old), as_policy(&new));
     let urls = match (&args.urls, &declared) {
         (Some(path), _) => read_urls(path)?,
-        (None, Some(d)) => d.site.url_sets.values().flatten().map(|e| e.url().to_string()).collect(),
+        // The site's saved URLs, and the floor's (`/` first), so that a
+        // change the gate judges (`Disallow: /` above all) is never
+        // reported as "no verdict flips" for want of URLs to try.
+        (None, Some(d)) => {
+            let mut urls: Vec<String> = d.site.url_sets.values().flatten().map(|e| e.url().to_string()).collect();
+            for url in d.site.floor(&d.catalogue).urls {
+                if !urls.contains(&url) {
+                    urls.insert(0, url);
+                }
+            }
+            urls
+        }
         (None, None) => rule_paths(&[&old, &new]),
     };
     let agents = match (&declared, args.agents.is_empty()) {

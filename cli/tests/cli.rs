@@ -273,6 +273,18 @@ fn diff_with_config_judges_the_gate() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("the gate would pass this change for shop"), "{text}");
+    // Issue #64: a site with no saved URLs still has its flips shown: `/`,
+    // which the floor guards, is tried, never "no verdict flips for 0
+    // URLs" above a hold.
+    let bare = temp_file(
+        "gate-bare.yaml",
+        b"agents: [Googlebot, bingbot, GPTBot]\nsites:\n  - name: shop\n    url: https://shop.example/robots.txt\n",
+    );
+    let out = robots(&["diff", old.to_str().unwrap(), new.to_str().unwrap(), "--config", bare.to_str().unwrap()], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("0 URLs") && !text.contains("no verdict flips"), "{text}");
+    assert!(text.contains("3 verdict flips for 1 URL x 3 crawlers:") && text.contains("Googlebot  /\n"), "{text}");
+    assert!(text.contains("the gate would hold this change for shop"), "{text}");
     let two = temp_file("gate-two.yaml", b"sites:\n  - { name: a, url: https://a.example/robots.txt }\n  - { name: b, url: https://b.example/robots.txt }\n");
     let out = robots(&["diff", old.to_str().unwrap(), new.to_str().unwrap(), "--config", two.to_str().unwrap()], b"");
     assert_eq!(out.status.code(), Some(2));

@@ -215,6 +215,18 @@ impl Monitor {
         out
     }
 
+    /// What the reports judge a change by ([`crate::report::diff`], `test`):
+    /// the saved URLs, then the root, which the gate's floor guards for
+    /// every site, saved or not. A change that disallows `/` is then never
+    /// "0 verdict flips".
+    pub fn judged(site: &Site) -> Vec<Target> {
+        let mut out = Monitor::targets(site);
+        if !out.iter().any(|t| t.url == "/") {
+            out.insert(0, Target { url: "/".to_string(), expect: None });
+        }
+        out
+    }
+
     /// Fetches a site's robots.txt now, without recording anything.
     pub async fn observe(&self, site: &Site, validators: &Validators) -> Observation {
         match site.source() {

@@ -135,7 +135,15 @@ pub async fn diff(m: &Monitor, site_name: &str, revs: Option<(i64, i64)>) -> any
         .context_radius(2)
         .header(&format!("rev {a}"), &format!("rev {b}"))
         .to_string();
-    writeln!(out, "\n{} verdict flips", flips.len())?;
+    let (urls, agents) = (Monitor::judged(site).len(), m.config().agents_of(site).len());
+    writeln!(
+        out,
+        "\n{} for {} x {}{}",
+        crate::words::plural(flips.len() as i64, "verdict flip", "verdict flips"),
+        crate::words::plural(urls as i64, "URL", "URLs"),
+        crate::words::plural(agents as i64, "crawler", "crawlers"),
+        if site.url_sets.is_empty() { " (only /: the site saves no url_sets)" } else { "" }
+    )?;
     for f in &flips {
         writeln!(out, "  {}  {}\n    was {}\n    now {}", f.agent, f.url, f.old, f.new)?;
     }
@@ -153,7 +161,7 @@ pub async fn revision_pair(
     let old = show(m, &site.name, a).await?;
     let new = show(m, &site.name, b).await?;
     let policy = |body: &[u8]| Policy::from_fetch(&FetchOutcome::status(200).with_body(body.to_vec()));
-    let targets = Monitor::targets(site);
+    let targets = Monitor::judged(site);
     let urls: Vec<&str> = targets.iter().map(|t| t.url.as_str()).collect();
     let flips = rules::flips(&policy(&old), &policy(&new), &urls, m.config().agents_of(site));
     Ok((old, new, flips))
@@ -208,7 +216,13 @@ pub async fn test(m: &Monitor, site_name: &str) -> anyhow::Result<String> {
         obs.latency.as_millis(),
         policy.label()
     )?;
-    for t in Monitor::targets(site) {
+    if site.url_sets.is_empty() {
+        writeln!(
+            out,
+            "{site_name} saves no URLs to test: only / is judged here. List the pages that matter under `url_sets:` in the config (with `expect:` to pin a verdict)"
+        )?;
+    }
+    for t in Monitor::judged(site) {
         for agent in agents {
             let v = policy.verdict(agent, &t.url);
             let mark = match t.expect.as_ref().and_then(|p| p.of(agent, m.catalogue())) {

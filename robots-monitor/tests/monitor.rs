@@ -843,3 +843,28 @@ fn sqlite_urls_are_taken_and_a_bad_one_is_said_once() {
     let err = String::from_utf8_lossy(&monitor(&cfg, &["once"]).stderr).into_owned();
     assert!(err.contains("keeps nothing on disk") && err.contains("sqlite:///"), "{err}");
 }
+
+/// Issue #64: a site with no `url_sets` still has `/` judged: `diff` of a
+/// change to `Disallow: /` counts its flips (never "0 verdict flips"), and
+/// `test` says the site saves no URLs and how to add them.
+#[test]
+fn a_site_without_url_sets_is_judged_at_its_root() {
+    let dir = temp_dir("no-url-sets");
+    let database = fresh_database(Db::Sqlite, &dir).unwrap();
+    let origin = Origin::start();
+    let yaml = format!(
+        "database: {database}\nagents: [Googlebot, bingbot]\nsites:\n  - name: shop\n    url: {}\n",
+        origin.url("/robots.txt")
+    );
+    let cfg = write_config(&dir, &yaml);
+    origin.set("/robots.txt", Reply::ok(V1));
+    once(&cfg);
+    origin.set("/robots.txt", Reply::ok("User-agent: *\nDisallow: /\n"));
+    once(&cfg);
+    let text = String::from_utf8_lossy(&monitor(&cfg, &["diff", "shop"]).stdout).into_owned();
+    assert!(text.contains("2 verdict flips for 1 URL x 2 crawlers (only /: the site saves no url_sets)"), "{text}");
+    assert!(text.contains("Googlebot  /\n"), "{text}");
+    let text = String::from_utf8_lossy(&monitor(&cfg, &["test", "shop"]).stdout).into_owned();
+    assert!(text.contains("shop saves no URLs to test") && text.contains("url_sets:"), "{text}");
+    assert!(text.contains("DISALLOWED Googlebot"), "{text}");
+}

@@ -15,8 +15,9 @@ pub const PAGE: i64 = 50;
 pub struct SiteLine {
     /// The site.
     pub name: String,
-    /// `ok`, `blocked`, `open`, `unreachable`, `too-large`, `stale` or
-    /// `unknown` (never fetched).
+    /// `held` (a gateway holds a change at the edge: crawlers get the last
+    /// good copy), `ok`, `blocked`, `open`, `unreachable`, `too-large`,
+    /// `stale` or `unknown` (never fetched).
     pub state: &'static str,
     /// Why, in words.
     pub detail: String,
@@ -72,7 +73,11 @@ pub async fn sites(
     // so a filtered listing reads every matching name and pages after.
     let rows = sqlx::query(
         "SELECT s.name, st.policy, st.reason, st.at AS changed_at, f.last_at, f.truncated, r.size, \
-         (SELECT COUNT(*) FROM alerts a WHERE a.site = s.name AND a.sent_at IS NULL) AS open_alerts \
+         (SELECT COUNT(*) FROM alerts a WHERE a.site = s.name AND a.sent_at IS NULL) AS open_alerts, \
+         (SELECT COUNT(*) FROM gate_holds h WHERE h.site = s.name AND h.released_at IS NULL AND h.ended_at IS NULL \
+          AND h.breaks <> '') AS holds, \
+         (SELECT MAX(h.summary) FROM gate_holds h WHERE h.site = s.name AND h.released_at IS NULL \
+          AND h.ended_at IS NULL AND h.breaks <> '') AS hold_summary \
          FROM sites s LEFT JOIN states st ON st.id = s.state_id LEFT JOIN fetches f ON f.id = s.run_id \
          LEFT JOIN revisions r ON r.id = f.revision_id \
          WHERE s.name LIKE $1 ESCAPE '\\' ORDER BY s.name",
@@ -93,7 +98,18 @@ pub async fn sites(
             let past = size.is_some_and(|n| n > rules::parse::MAX_FILE_BYTES as i64);
             let truncated = r.try_get::<Option<i64>, _>("truncated")?.unwrap_or(0) != 0 || past;
             let stale = fetched_at.is_some_and(|f| now - f > stale_ms);
-            let (state, detail) = classify(policy.as_deref(), reason.as_deref(), truncated, stale);
+            let (mut state, mut detail) = classify(policy.as_deref(), reason.as_deref(), truncated, stale);
+            // A change held at the edge is what crawlers are spared: said
+            // before what the origin serves, which they do not get.
+            if r.try_get::<i64, _>("holds")? > 0 && state != "unknown" {
+                let summary: Option<String> = r.try_get("hold_summary")?;
+                let name: String = r.try_get("name")?;
+                state = "held";
+                detail = format!(
+                    "a change is held at the edge{}; crawlers get the last good copy (release it: robots-monitor release {name})",
+                    summary.map(|s| format!(": {s}")).unwrap_or_default()
+                );
+            }
             Ok(SiteLine {
                 name: r.try_get("name")?,
                 state,

@@ -161,6 +161,17 @@ fn a_gateway_only_site_is_a_site_of_the_monitor(db: Db, fast: bool) {
     assert!(page.contains("Verdicts crawlers get now") && page.contains("What the origin serves"), "{page}");
     let api = request(s.console, "GET", "localhost", "/api/sites/shop", &[]).expect("api").text();
     assert!(api.contains("\"held\":[{") && api.contains("\"state\":\"held\""), "{api}");
+    // Issue #64: the sites list, its API and its state filter say held too.
+    let sites = request(s.console, "GET", "localhost", "/api/sites", &[]).expect("api").text();
+    let list: serde_json::Value = serde_json::from_str(&sites).unwrap();
+    let shop = list["sites"].as_array().and_then(|l| l.iter().find(|x| x["name"] == "shop")).cloned();
+    let shop = shop.unwrap_or_else(|| panic!("{sites}"));
+    assert_eq!(shop["state"], "held", "{sites}");
+    assert!(shop["detail"].as_str().is_some_and(|d| d.contains("robots-monitor release shop")), "{sites}");
+    let filtered = request(s.console, "GET", "localhost", "/?state=held", &[]).expect("page").text();
+    assert!(filtered.contains(">held</option>") && filtered.contains("/sites/shop"), "{filtered}");
+    let ok = request(s.console, "GET", "localhost", "/?state=ok", &[]).expect("page").text();
+    assert!(!ok.contains("href=\"/sites/shop\""), "a held site is not listed as ok");
 
     let (code, said) = monitor_cli(&monitor, &s, &["release", "shop"]);
     assert_eq!(code, 0, "{said}");

@@ -4,7 +4,7 @@
 use super::*;
 
 /// The states a site can be in, for the filter.
-pub(super) const STATES: [&str; 7] = ["ok", "blocked", "open", "unreachable", "too-large", "stale", "unknown"];
+pub(super) const STATES: [&str; 8] = ["held", "ok", "blocked", "open", "unreachable", "too-large", "stale", "unknown"];
 
 /// A site line as the sites page shows it.
 pub(super) struct SiteView {
@@ -21,7 +21,7 @@ pub(super) struct SiteView {
 #[template(path = "sites.html")]
 pub(super) struct SitesPage {
     pub(super) filter: Filter,
-    pub(super) states: [&'static str; 7],
+    pub(super) states: [&'static str; 8],
     pub(super) sites: Vec<SiteView>,
     pub(super) total: i64,
     pub(super) page: i64,

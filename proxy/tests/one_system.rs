@@ -159,6 +159,15 @@ fn a_gateway_only_site_is_a_site_of_the_monitor(db: Db, fast: bool) {
     let page = page.text();
     assert!(page.contains("Held at the edge since") && page.contains("Release this change"), "{page}");
     assert!(page.contains("Verdicts crawlers get now") && page.contains("What the origin serves"), "{page}");
+    // Issue #64: shop saves no URLs, yet both tables judge its root: the
+    // last good copy allows / and the held change disallows it.
+    let table = |id: &str| {
+        page.split(&format!("id=\"{id}\"")).nth(1).map(|t| t.split("</table>").next().unwrap_or("").to_string())
+    };
+    let origin_table = table("origin-verdicts").unwrap_or_else(|| panic!("{page}"));
+    assert!(origin_table.contains("Disallow: /") && origin_table.contains("Googlebot"), "{origin_table}");
+    let now_table = table("verdicts").unwrap_or_else(|| panic!("{page}"));
+    assert!(now_table.contains("Googlebot") && !now_table.contains("line 3: Disallow: /"), "{now_table}");
     let api = request(s.console, "GET", "localhost", "/api/sites/shop", &[]).expect("api").text();
     assert!(api.contains("\"held\":[{") && api.contains("\"state\":\"held\""), "{api}");
     // Issue #64: the sites list, its API and its state filter say held too.

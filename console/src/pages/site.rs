@@ -5,7 +5,7 @@
 use super::*;
 
 /// The policy and reason of a site's current state.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct CurrentState {
     pub(super) policy: String,
     pub(super) reason: String,
@@ -229,9 +229,41 @@ pub(super) async fn site_page(m: &Monitor, name: &str) -> Result<SitePage, Failu
     let (verdicts, origin_verdicts) = if held.is_empty() {
         (verdict_views(m, &targets, &current, recorded), Vec::new())
     } else {
-        let served = monitor::change::verdicts(&Policy::Rules(rules::Robots::parse(&good)), &targets, &agents);
+        // Both judged afresh over the saved URLs and the root (which the
+        // floor guards for every site), so a site with no `url_sets` still
+        // shows what the hold spares crawlers.
+        let judged = Monitor::judged(site);
+        let served = monitor::change::verdicts(&Policy::Rules(rules::Robots::parse(&good)), &judged, &agents);
         let rules = CurrentState { policy: "rules".into(), reason: String::new() };
-        (verdict_views(m, &targets, &rules, served), verdict_views(m, &targets, &current, recorded))
+        // What the origin serves is the held change itself (the newest
+        // hold): its body, or the status it answered.
+        let newest = &held[0];
+        let origin_policy = match &newest.href {
+            Some(_) => match m.store().revision_by_hash(name, &newest.outcome).await? {
+                Some(id) => m.store().revision_body(name, id).await?.map(|b| Policy::Rules(rules::Robots::parse(&b))),
+                None => None,
+            },
+            None => newest
+                .outcome
+                .strip_prefix("status:")
+                .and_then(|s| s.parse::<u16>().ok())
+                .map(|s| Policy::from_fetch(&rules::FetchOutcome::status(s))),
+        };
+        let origin = match origin_policy {
+            Some(policy) => {
+                let fresh = monitor::change::verdicts(&policy, &judged, &agents);
+                let said = match &policy {
+                    Policy::Rules(_) => rules.clone(),
+                    other => CurrentState {
+                        policy: other.label().to_string(),
+                        reason: newest.outcome.replace("status:", "robots.txt answered "),
+                    },
+                };
+                verdict_views(m, &judged, &said, fresh)
+            }
+            None => verdict_views(m, &targets, &current, recorded),
+        };
+        (verdict_views(m, &judged, &rules, served), origin)
     };
     let location = site.source().location();
     let (state, detail) = match held.first() {

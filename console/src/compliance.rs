@@ -83,10 +83,12 @@ pub struct SiteTotals {
     pub unjudged: i64,
     /// Answered 429 by a crawl budget at the edge.
     pub throttled: i64,
-    /// Violations by verified crawlers.
-    pub verified_violations: i64,
-    /// Requests whose claim was spoofed.
-    pub spoofed: i64,
+    /// Violations by verified crawlers; `None` when identity is not
+    /// checked (no `identity:` configured), so nothing could be verified.
+    pub verified_violations: Option<i64>,
+    /// Requests whose claim was spoofed; `None` when identity is not
+    /// checked.
+    pub spoofed: Option<i64>,
 }
 
 /// Every site's compliance.
@@ -129,7 +131,13 @@ async fn overview(m: &Monitor, days: i64, crawler: Option<&str>) -> anyhow::Resu
     let mut sites = Vec::new();
     for s in &m.config().sites {
         let lines = report::summary(m, &s.name, days, crawler).await?;
-        let mut t = SiteTotals { site: s.name.clone(), ..SiteTotals::default() };
+        let checked = ledger::ingest::identity_checked(m.config());
+        let mut t = SiteTotals {
+            site: s.name.clone(),
+            verified_violations: checked.then_some(0),
+            spoofed: checked.then_some(0),
+            ..SiteTotals::default()
+        };
         for l in &lines {
             t.requests += l.requests;
             t.obeyed += l.obeyed;
@@ -137,9 +145,11 @@ async fn overview(m: &Monitor, days: i64, crawler: Option<&str>) -> anyhow::Resu
             t.violations += l.violations;
             t.unjudged += l.unjudged;
             t.throttled += l.throttled;
-            t.verified_violations +=
-                l.violated.iter().filter(|v| v.identity == "verified").map(|v| v.requests).sum::<i64>();
-            t.spoofed += l.identity.get("spoofed").copied().unwrap_or(0);
+            if checked {
+                *t.verified_violations.get_or_insert(0) +=
+                    l.violated.iter().filter(|v| v.identity == "verified").map(|v| v.requests).sum::<i64>();
+                *t.spoofed.get_or_insert(0) += l.identity.get("spoofed").copied().unwrap_or(0);
+            }
         }
         sites.push(t);
     }
@@ -283,6 +293,8 @@ struct SitePage {
     focus: Option<CrawlerView>,
     /// Hold periods, in words.
     holds: Vec<String>,
+    /// With `?crawler=`, the page of every crawler.
+    all_href: Option<String>,
 }
 
 /// A crawler line as the page shows it.
@@ -388,6 +400,11 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
         if crawler.as_deref().is_some_and(|x| x.eq_ignore_ascii_case(&v.line.crawler)) {
             focus = Some(v.clone());
         }
+        // Drilled into one crawler, the table is that crawler's too, as the
+        // chart is: no row of another crawler beside a filtered chart.
+        if crawler.as_deref().is_some_and(|x| !x.eq_ignore_ascii_case(&v.line.crawler)) {
+            continue;
+        }
         let purpose = if v.line.purpose.is_empty() { "unknown".to_string() } else { v.line.purpose.clone() };
         match groups.iter_mut().find(|(p, _)| *p == purpose) {
             Some((_, list)) => list.push(v),
@@ -411,7 +428,8 @@ pub async fn site_page(State(m): App, Path(name): Path<String>, Query(q): Query<
             format!("{} to {until}: {first}", stamp(h.from))
         })
         .collect();
-    render(&SitePage { site: name, site_href, days, chart: chart(&per_day), groups, focus, holds })
+    let all_href = crawler.as_ref().map(|_| format!("/sites/{}/compliance?days={days}", encode(&name)));
+    render(&SitePage { site: name, site_href, days, chart: chart(&per_day), groups, focus, holds, all_href })
 }
 
 /// The API's reading of a query: the window and the crawler, or the

@@ -71,6 +71,10 @@ pub struct FileReport {
     /// robots.txt fetches by clients that claim a crawler and fail its
     /// verification: they hold nothing for the crawler, so are counted apart.
     pub spoofed_fetches: i64,
+    /// Whether claims were verified at all (`identity:` or
+    /// `proxy.identity` configured); without it no claim is found spoofed,
+    /// and reports say "not checked", never "0 by spoofers".
+    pub identity_checked: bool,
     /// robots.txt fetches by crawlers answered with a redirect (3xx): the
     /// crawler fetched again elsewhere, so they hold no file.
     pub redirected: i64,
@@ -90,6 +94,14 @@ pub struct FileReport {
     pub bad_samples: Vec<(i64, String)>,
     /// Why the file was not read to its end, or not counted at all.
     pub error: Option<String>,
+}
+
+/// Whether crawler claims are verified for `config`'s ledger: the
+/// monitor's own `identity:`, or the gateway's `proxy.identity`. Without
+/// either, nothing is found verified or spoofed, and every surface says
+/// "not checked" rather than a count of 0.
+pub fn identity_checked(config: &robotsgate_config::Config) -> bool {
+    config.identity.is_some() || config.proxy.as_ref().is_some_and(|p| p.identity.is_some())
 }
 
 /// Verification for imports: the gateway's, from `proxy.identity`.
@@ -413,6 +425,7 @@ impl Reader {
             path: shown.clone(),
             no_hosts: self.hosts.is_empty(),
             first_known: self.start,
+            identity_checked: self.identity.is_some(),
             ..FileReport::default()
         };
         // The identity and the lines come from one opening of the file.

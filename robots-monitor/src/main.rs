@@ -396,7 +396,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     };
                     writeln!(
                         stdout,
-                        "{}: {} ({} read before); {}: {} judged, {} unjudged{unjudged}; {}, {} by spoofers, {} redirected; {}, {} for other hosts, {} not HTTP, {} malformed, {} blank, {}",
+                        "{}: {} ({} read before); {}: {} judged, {} unjudged{unjudged}; {}, {}, {} redirected; {}, {} for other hosts, {} not HTTP, {} malformed, {} blank, {}",
                         r.path,
                         plural(r.lines, "line", "lines"),
                         r.already,
@@ -404,7 +404,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         r.judged - r.unjudged,
                         r.unjudged,
                         plural(r.fetches, "robots.txt fetch", "robots.txt fetches"),
-                        r.spoofed_fetches,
+                        if r.identity_checked {
+                            format!("{} by spoofers", r.spoofed_fetches)
+                        } else {
+                            "identity not checked (no `identity:` configured)".to_string()
+                        },
                         r.redirected,
                         plural(r.others, "other client", "other clients"),
                         r.other_hosts,

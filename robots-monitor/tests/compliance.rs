@@ -105,7 +105,7 @@ fn run(db: Db) {
     drop(tail);
 
     let out = ingest(&cfg, &[&log]);
-    assert!(out.contains("12 lines (0 read before); 6 crawler requests: 6 judged, 0 unjudged; 1 robots.txt fetch, 0 by spoofers, 0 redirected; 1 other client, 1 for other hosts, 2 not HTTP, 1 malformed, 0 blank, 0 directives"), "{out}");
+    assert!(out.contains("12 lines (0 read before); 6 crawler requests: 6 judged, 0 unjudged; 1 robots.txt fetch, identity not checked (no `identity:` configured), 0 redirected; 1 other client, 1 for other hosts, 2 not HTTP, 1 malformed, 0 blank, 0 directives"), "{out}");
     assert!(out.contains("line 12:"), "the malformed line by its number: {out}");
     let totals = |database: &str| (sum(database, "obeyed"), sum(database, "grace"), sum(database, "violation"));
     assert_eq!(totals(&database), (1, 1, 4), "obeyed, grace, violation");
@@ -557,6 +557,16 @@ fn console(cfg: &Path, in_chromium: bool) {
     let html = String::from_utf8_lossy(&page.body);
     assert!(html.contains("<svg") && html.contains("Disallow: /news") && html.contains("/news/a"), "{html}");
     assert_eq!(html.matches("<script").count(), 0);
+    // Issue #64: drilled into one crawler, the table is that crawler's as
+    // the chart is, with a way back to every crawler.
+    let table = html.split("id=\"crawlers\"").nth(1).unwrap_or_default();
+    assert!(table.contains(">Googlebot</a>") && !table.contains(">bingbot</a>"), "{table}");
+    assert!(html.contains("id=\"filtered\"") && html.contains("every crawler</a>"), "{html}");
+    // No `identity:` here: nothing was verified, so the overview says "not
+    // checked", never a measured-looking 0.
+    assert!(shop["spoofed"].is_null() && shop["verified_violations"].is_null(), "{shop}");
+    let overview = String::from_utf8_lossy(&openapi::send(addr, "GET", "/compliance", &[], b"").body).into_owned();
+    assert_eq!(overview.matches(">not checked</td>").count(), 2, "{overview}");
 
     // The ledger's violations as a metric, read back from either database.
     let metrics = String::from_utf8_lossy(&openapi::send(addr, "GET", "/metrics", &[], b"").body).into_owned();
@@ -594,6 +604,9 @@ fn console(cfg: &Path, in_chromium: bool) {
         c.wait().for_element(fantoccini::Locator::Id("grace")).await.expect("the grace rows");
         let grace = c.find(fantoccini::Locator::Id("grace")).await.unwrap().text().await.unwrap();
         assert!(grace.contains("by no rule") && grace.contains("/news/b") && grace.contains("Z"), "{grace}");
+        // Drilled in, the table holds GPTBot alone; back to every crawler.
+        c.find(fantoccini::Locator::LinkText("every crawler")).await.unwrap().click().await.unwrap();
+        c.wait().for_element(fantoccini::Locator::LinkText("Googlebot")).await.expect("every crawler again");
         c.find(fantoccini::Locator::LinkText("Googlebot")).await.unwrap().click().await.unwrap();
         c.wait().for_element(fantoccini::Locator::Id("violated")).await.expect("back to Googlebot");
         // The chart's last date is drawn whole, and on a phone's width the
@@ -692,7 +705,7 @@ fn real_log_lines() {
     let (code, out, err) = ingest_raw(&cfg, &[], &[&log]);
     assert_eq!(code, Some(0), "{err}");
     assert!(
-        out.contains("7 lines (0 read before); 2 crawler requests: 2 judged, 0 unjudged; 1 robots.txt fetch, 0 by spoofers, 1 redirected; 1 other client, 0 for other hosts, 2 not HTTP, 0 malformed, 0 blank, 0 directives"),
+        out.contains("7 lines (0 read before); 2 crawler requests: 2 judged, 0 unjudged; 1 robots.txt fetch, identity not checked (no `identity:` configured), 1 redirected; 1 other client, 0 for other hosts, 2 not HTTP, 0 malformed, 0 blank, 0 directives"),
         "{out}"
     );
     // The escaped UTF-8 targets are judged as the bytes they stand for.
@@ -893,7 +906,7 @@ fn apache_and_nginx_layouts() {
     }
     let lines = |p: &Path| std::fs::read_to_string(p).unwrap_or_default().lines().count();
     assert!(eventually(10, || lines(&apache_dir.join("custom.log")) == 4 && lines(&nginx_log) == 4));
-    let expected = "4 lines (0 read before); 2 crawler requests: 2 judged, 0 unjudged; 1 robots.txt fetch, 0 by spoofers, 1 redirected; 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed, 0 blank, 0 directives";
+    let expected = "4 lines (0 read before); 2 crawler requests: 2 judged, 0 unjudged; 1 robots.txt fetch, identity not checked (no `identity:` configured), 1 redirected; 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed, 0 blank, 0 directives";
     let vhost = apache_dir.join("other_vhosts_access.log");
     for (args, file) in [
         (vec!["--format", "vhost_combined"], vhost.as_path()),
@@ -948,7 +961,7 @@ fn w3c_and_load_balancer_logs() {
     std::fs::write(&a, grown).unwrap();
     let (code, out, _) = ingest_raw(&cfg, &["--format", "w3c"], &[&a]);
     assert_eq!(code, Some(0));
-    assert!(out.contains("2 lines (5 read before); 1 crawler request: 1 judged, 0 unjudged; 0 robots.txt fetches, 0 by spoofers, 0 redirected; 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed, 0 blank, 1 directive"), "{out}");
+    assert!(out.contains("2 lines (5 read before); 1 crawler request: 1 judged, 0 unjudged; 0 robots.txt fetches, identity not checked (no `identity:` configured), 0 redirected; 0 other clients, 0 for other hosts, 0 not HTTP, 0 malformed, 0 blank, 1 directive"), "{out}");
 
     // CloudFront: tabs, percent-encoded values, x-host-header.
     let cf = dir.join("E2EXAMPLE.2026-11-25-10.abcd1234");
@@ -978,7 +991,7 @@ fn w3c_and_load_balancer_logs() {
     .unwrap();
     let (code, out, err) = ingest_raw(&cfg, &["--format", "alb"], &[&alb]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("2 lines (0 read before); 1 crawler request: 1 judged, 0 unjudged; 0 robots.txt fetches, 0 by spoofers, 0 redirected; 0 other clients, 1 for other hosts"), "{out}");
+    assert!(out.contains("2 lines (0 read before); 1 crawler request: 1 judged, 0 unjudged; 0 robots.txt fetches, identity not checked (no `identity:` configured), 0 redirected; 0 other clients, 1 for other hosts"), "{out}");
     // /news/a, /news/b, /news/c, /news/d and /news/e break Disallow: /news; /ok does not.
     assert_eq!((sum(&database, "violation"), sum(&database, "obeyed")), (5, 1));
 

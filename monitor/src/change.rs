@@ -279,11 +279,19 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     let (fresh_errors, more_errors) = excerpt::list(&fresh_errors);
 
     let first = first_line(c, &events);
+    // The gate's sentence is the first line: not said again in the list.
+    let headline = c.gate.as_ref().map(GateNote::sentence);
+    let listed: Vec<&String> = events.iter().filter(|e| Some(*e) != headline.as_ref()).collect();
     let mut text = String::new();
     let _ = writeln!(text, "{first}\n");
     let _ = writeln!(text, "Site: {} ({})\n", c.site, c.location);
-    for e in &events {
+    for e in &listed {
         let _ = writeln!(text, "- {e}");
+    }
+    // A held change says how to free it, as the gateway-raised alert does.
+    let held = c.gate.as_ref().is_some_and(|g| g.held);
+    if held {
+        let _ = writeln!(text, "\nRelease it: robots-monitor release {}", c.site);
     }
     if !flips.is_empty() {
         let _ = writeln!(text, "\nVerdict flips:");
@@ -332,10 +340,13 @@ pub fn alert(c: &Change<'_>) -> Option<(String, String, String)> {
     let mut html = String::new();
     let _ =
         write!(html, "<p><strong>{}</strong></p><h2>{}</h2><p>{}</p><ul>", esc(&first), esc(c.site), esc(c.location));
-    for e in &events {
+    for e in &listed {
         let _ = write!(html, "<li>{}</li>", esc(e));
     }
     html.push_str("</ul>");
+    if held {
+        let _ = write!(html, "<p>Release it: <code>robots-monitor release {}</code></p>", esc(c.site));
+    }
     if !flips.is_empty() {
         html.push_str("<h3>Verdict flips</h3>");
         let rows: Vec<[String; 4]> = flips

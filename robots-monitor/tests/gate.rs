@@ -77,8 +77,14 @@ fn the_monitor_judges_as_the_gateway(db: Db) {
         "{unwrapped}"
     );
     assert!(unwrapped.contains(" (line 3: Disallow: /)"), "{unwrapped}");
+    // Issue #64: said once a part (text and HTML), not again in the list,
+    // and with how to free it, as the gateway-raised alert says it.
+    assert_eq!(unwrapped.matches("is held at the edge: it disallows /").count(), 2, "{unwrapped}");
+    assert!(unwrapped.contains("Release it: robots-monitor release shop"), "{unwrapped}");
+
     let would = mails.iter().find(|m| m.contains("Subject: [robotsgate] blog:")).expect("a mail for blog");
     assert!(would.contains("Subject: [robotsgate] blog: change would have been held"), "{would}");
+    assert!(!would.contains("Release it"), "a change no gateway holds has nothing to release");
     let critical =
         scalar(&database, "SELECT COUNT(*) FROM alerts WHERE severity = 'critical' AND subject LIKE '%held%'");
     assert_eq!(critical, 2);

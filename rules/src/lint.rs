@@ -71,6 +71,11 @@ pub enum Code {
     DuplicateRule,
     /// A sitemap that is not an absolute http(s) URL.
     SitemapNotAbsolute,
+    /// A rule path with characters outside ASCII, written unencoded: Google
+    /// matches it as if percent-encoded, and its robots.txt guidance (23
+    /// October 2026) recommends writing the encoded form, which every
+    /// crawler reads alike.
+    UnencodedPath,
     /// Google recognises `content-signal` and `content-usage` and ignores
     /// them (said once a file, at the first such line): this code when that
     /// line is a `Content-Signal`.
@@ -120,6 +125,7 @@ impl Code {
             Code::ShadowedRule => "shadowed-rule",
             Code::DuplicateRule => "duplicate-rule",
             Code::SitemapNotAbsolute => "sitemap-not-absolute",
+            Code::UnencodedPath => "unencoded-path",
             Code::ContentSignal => "content-signal",
             Code::Preference => "preference",
             Code::PreferenceSyntax => "preference-syntax",
@@ -131,7 +137,7 @@ impl Code {
     }
 
     /// Every code, for documentation and SARIF rule lists.
-    pub const ALL: [Code; 24] = [
+    pub const ALL: [Code; 25] = [
         Code::Typo,
         Code::MissingColon,
         Code::RuleOutsideGroup,
@@ -149,6 +155,7 @@ impl Code {
         Code::ShadowedRule,
         Code::DuplicateRule,
         Code::SitemapNotAbsolute,
+        Code::UnencodedPath,
         Code::ContentSignal,
         Code::Preference,
         Code::PreferenceSyntax,
@@ -420,7 +427,33 @@ impl Linter {
             return;
         }
         let pattern = parse::normalize_pattern(d.value).into_owned();
-        group.rules.push(LintRule { line: d.line, column: column as u32, allow: d.kind == KeyKind::Allow, pattern });
+        // UTF-8 beyond ASCII, as written: suggest the encoded line (bytes
+        // that are not UTF-8 have their own finding, `invalid-utf8`).
+        if !d.value.is_ascii()
+            && std::str::from_utf8(d.value).is_ok()
+            && let Some(at) = d.value.iter().position(|b| !b.is_ascii())
+        {
+            let encoded = format!("{}: {}", text(d.key), String::from_utf8_lossy(&pattern));
+            self.push(
+                d.line,
+                column + at,
+                Severity::Info,
+                Code::UnencodedPath,
+                format!(
+                    "`{}` has characters outside ASCII: Google matches it as percent-encoded, and its guidance of 23 October 2026 recommends writing it so, which every crawler reads alike",
+                    text(d.value)
+                ),
+                &format!("write `{encoded}`"),
+            );
+        }
+        if let Some(group) = self.groups.last_mut() {
+            group.rules.push(LintRule {
+                line: d.line,
+                column: column as u32,
+                allow: d.kind == KeyKind::Allow,
+                pattern,
+            });
+        }
         if !matches!(d.value[0], b'/' | b'*') {
             let fixed = format!("/{}", text(d.value));
             self.push(

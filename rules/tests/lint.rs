@@ -149,6 +149,21 @@ fn label_findings_point_at_the_label() {
     assert!(star.message.contains("not `/`") && !star.message.contains("starts otherwise"), "{star:?}");
 }
 
+/// Issue #64: Google's guidance (23 October 2026) recommends
+/// percent-encoding rule paths; lint suggests the encoded line for a path
+/// with characters outside ASCII, at the first such character.
+#[test]
+fn unencoded_paths_get_the_encoded_line() {
+    let d = lint("User-agent: *\nDisallow: /café/menü\nAllow: /caf%C3%A9/ok\n".as_bytes());
+    let found: Vec<_> = d.iter().filter(|d| d.code == Code::UnencodedPath).collect();
+    assert_eq!(found.len(), 1, "an encoded path is not flagged: {d:?}");
+    assert_eq!((found[0].line, found[0].column, found[0].severity), (2, 15, Severity::Info));
+    assert_eq!(found[0].hint, "write `Disallow: /caf%C3%A9/men%C3%BC`");
+    // Bytes that are not UTF-8 are invalid-utf8's, not this finding's.
+    let d = lint(b"User-agent: *\nDisallow: /caf\xe9\n");
+    assert!(d.iter().all(|d| d.code != Code::UnencodedPath), "{d:?}");
+}
+
 #[test]
 fn every_code_is_exercised_here() {
     // Keeps this file honest when a code is added.

@@ -51,24 +51,13 @@ CONF
 nginx -c "$work/nginx.conf"
 nginx -c "$work/nginx-proxy.conf"
 
-all_proxy="  identity:
-    refresh: 1h
-    reverse_dns: false
-  ledger: { flush: 10s }"
-all_site="      enforce: true
-      spoofed: tag
-      ai_policy: { ai-training: deny, enforce: refuse }"
+bench_everything_on 18901
 hit="      budgets:
         - { crawler: bingbot, rate: 50/s, burst: 20 }
         - { identity: spoofed, rate: 50/s, burst: 20 }"
 never="      budgets:
         - { crawler: bingbot, rate: 1000000/s, burst: 1000000 }
         - { purpose: ai-training, rate: 1000000/s, burst: 1000000 }"
-all_crawlers="crawlers:
-  - { token: Googlebot, operator: Google, purpose: search, obeys: true, source: bench,
-      verify: { ip_ranges: [\"http://127.0.0.1:18901/googlebot.json\"] } }
-  - { token: GPTBot, operator: OpenAI, purpose: ai-training, obeys: true, source: bench,
-      verify: { ip_ranges: [\"http://127.0.0.1:18901/gptbot.json\"] } }"
 gateway() { # NAME PORT ADMIN FAST PROXY-EXTRA SITE-EXTRA
   bench_gateway_proxy "$work" "$1" "$2" "$(($2 + 1))" "$3" "$4" 1
   cat <<CONF

@@ -179,3 +179,22 @@ bench_cert() {
     -addext subjectAltName=DNS:shop.test -keyout "$1/key.pem" -out "$1/cert.pem" 2>/dev/null
   chmod 644 "$1/key.pem" "$1/cert.pem"
 }
+
+# bench_everything_on ORIGIN_PORT: the gateway's "everything on" lines, as
+# bench-deployed.sh and bench-budgets.sh measure it: sets all_proxy (for
+# `proxy:`), all_site (for the site's `proxy:`) and all_crawlers (a
+# catalogue whose feeds the origin at ORIGIN_PORT serves).
+bench_everything_on() {
+  all_proxy="  identity:
+    refresh: 1h
+    reverse_dns: false
+  ledger: { flush: 10s }"
+  all_site="      enforce: true
+      spoofed: tag
+      ai_policy: { ai-training: deny, enforce: refuse }"
+  all_crawlers="crawlers:
+  - { token: Googlebot, operator: Google, purpose: search, obeys: true, source: bench,
+      verify: { ip_ranges: [\"http://127.0.0.1:$1/googlebot.json\"] } }
+  - { token: GPTBot, operator: OpenAI, purpose: ai-training, obeys: true, source: bench,
+      verify: { ip_ranges: [\"http://127.0.0.1:$1/gptbot.json\"] } }"
+}

@@ -87,18 +87,7 @@ sites:
 $7
 CONF
 }
-all_proxy="  identity:
-    refresh: 1h
-    reverse_dns: false
-  ledger: { flush: 10s }"
-all_site="      enforce: true
-      spoofed: tag
-      ai_policy: { ai-training: deny, enforce: refuse }"
-all_crawlers="crawlers:
-  - { token: Googlebot, operator: Google, purpose: search, obeys: true, source: bench,
-      verify: { ip_ranges: [\"http://127.0.0.1:18801/googlebot.json\"] } }
-  - { token: GPTBot, operator: OpenAI, purpose: ai-training, obeys: true, source: bench,
-      verify: { ip_ranges: [\"http://127.0.0.1:18801/gptbot.json\"] } }"
+bench_everything_on 18801
 gateway plain 18800 18810 18802 true "" "" > "$work/plain.yaml"
 gateway all 18820 18830 18822 true "$all_proxy" "$all_site" > "$work/all.yaml"
 printf '%s\n' "$all_crawlers" >> "$work/all.yaml"

@@ -22,21 +22,43 @@ fn get(addr: SocketAddr, path: &str, ua: &str) -> Response {
     request(addr, "GET", "shop.test", path, &[("User-Agent", ua)]).expect("an answer")
 }
 
-fn run(fast_path: bool) {
-    let echo = Echo::start();
-    echo.set_robots("User-agent: *\nDisallow: /private\n");
-    let dir = temp_dir(if fast_path { "budgets-fast" } else { "budgets-pipeline" });
+/// A gateway in front of `origin` for `shop.test`, on the own path or the
+/// pipeline: `top` goes before `proxy:` (a database, a console), `proxy`
+/// into `proxy:`, `site` into the site's `proxy:`. Returns it, its
+/// listener, its admin listener and its config file.
+fn gateway(
+    name: &str,
+    fast_path: bool,
+    origin: SocketAddr,
+    top: &str,
+    proxy: &str,
+    site: &str,
+) -> (testkit::Proc, SocketAddr, SocketAddr, std::path::PathBuf) {
+    let dir = temp_dir(&format!("{name}-{}", if fast_path { "fast" } else { "pipeline" }));
     let (listen, admin) = (free_port(), free_port());
+    let top = top.replace("{dir}", &dir.display().to_string());
     let yaml = format!(
-        "proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  admin_token: secret\n  state_dir: state\n  refresh: 1s\n  grace_period: 1s\n  fast_path: {fast_path}\n\
-         sites:\n  - name: shop\n    proxy:\n      hosts: [shop.test]\n      origin: {}\n      budgets:\n        - {{ purpose: ai-training, rate: 60/m, burst: 5 }}\n",
-        echo.addr
+        "{top}proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  admin_token: secret\n  state_dir: state\n  refresh: 1s\n  grace_period: 1s\n  fast_path: {fast_path}\n{proxy}\
+         sites:\n  - name: shop\n    proxy:\n      hosts: [shop.test]\n      origin: {origin}\n{site}"
     );
     let cfg = dir.join("config.yaml");
     std::fs::write(&cfg, yaml).unwrap();
     let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
     let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
-    let _proxy = spawn_proxy(&cfg, &[addr, admin]);
+    (spawn_proxy(&cfg, &[addr, admin]), addr, admin, cfg)
+}
+
+fn run(fast_path: bool) {
+    let echo = Echo::start();
+    echo.set_robots("User-agent: *\nDisallow: /private\n");
+    let (_proxy, addr, admin, _) = gateway(
+        "budgets",
+        fast_path,
+        echo.addr,
+        "",
+        "",
+        "      budgets:\n        - { purpose: ai-training, rate: 60/m, burst: 5 }\n",
+    );
     assert!(eventually(20, || get(addr, "/robots.txt", BROWSER).status == 200), "robots.txt served");
 
     // The burst, then 429 with Retry-After, and the origin never asked.
@@ -147,18 +169,14 @@ fn crawl_delay(fast_path: bool) {
     echo.set_robots(
         "User-agent: *\nCrawl-delay: 30\nDisallow: /private\n\nUser-agent: bingbot\nCrawl-delay: 3\nDisallow: /x\n",
     );
-    let dir = temp_dir(if fast_path { "delay-fast" } else { "delay-pipeline" });
-    let (listen, admin) = (free_port(), free_port());
-    let yaml = format!(
-        "proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  admin_token: secret\n  state_dir: state\n  refresh: 1s\n  fast_path: {fast_path}\n  fleet: {{ heartbeat: 200ms, dead_after: 1s }}\n\
-         sites:\n  - name: shop\n    proxy:\n      hosts: [shop.test]\n      origin: {}\n      crawl_delay: budget\n",
-        echo.addr
+    let (_proxy, addr, admin, _) = gateway(
+        "delay",
+        fast_path,
+        echo.addr,
+        "",
+        "  fleet: { heartbeat: 200ms, dead_after: 1s }\n",
+        "      crawl_delay: budget\n",
     );
-    let cfg = dir.join("config.yaml");
-    std::fs::write(&cfg, yaml).unwrap();
-    let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
-    let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
-    let _proxy = spawn_proxy(&cfg, &[addr, admin]);
     let status = || {
         let s = request(admin, "GET", "localhost", "/status", &[("Authorization", "Bearer secret")]).unwrap();
         serde_json::from_slice::<serde_json::Value>(&s.body).unwrap()["sites"][0]["budgets"].clone()
@@ -208,20 +226,16 @@ fn throttled_in_the_ledger(fast_path: bool) {
     let Some(monitor) = support::monitor_bin() else { return };
     let echo = Echo::start();
     echo.set_robots("User-agent: *\nDisallow: /private\n");
-    let dir = temp_dir(if fast_path { "budgets-ledger-fast" } else { "budgets-ledger-pipeline" });
-    let database = dir.join("history.db").display().to_string();
-    let (listen, admin, console) = (free_port(), free_port(), free_port());
-    let yaml = format!(
-        "database: \"{database}\"\nconsole: {{ listen: \"127.0.0.1:{console}\" }}\n\
-         proxy:\n  listen: [\"127.0.0.1:{listen}\"]\n  admin: 127.0.0.1:{admin}\n  admin_token: secret\n  state_dir: state\n  refresh: 1s\n  fast_path: {fast_path}\n  ledger: {{ flush: 200ms }}\n\
-         sites:\n  - name: shop\n    proxy:\n      hosts: [shop.test]\n      origin: {}\n      budgets:\n        - {{ crawler: GPTBot, rate: 1/h, burst: 2 }}\n",
-        echo.addr
+    let console = free_port();
+    let (_proxy, addr, _admin, cfg) = gateway(
+        "budgets-ledger",
+        fast_path,
+        echo.addr,
+        &format!("database: \"{{dir}}/history.db\"\nconsole: {{ listen: \"127.0.0.1:{console}\" }}\n"),
+        "  ledger: { flush: 200ms }\n",
+        "      budgets:\n        - { crawler: GPTBot, rate: 1/h, burst: 2 }\n",
     );
-    let cfg = dir.join("config.yaml");
-    std::fs::write(&cfg, yaml).unwrap();
-    let addr: SocketAddr = format!("127.0.0.1:{listen}").parse().unwrap();
-    let admin: SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
-    let _proxy = spawn_proxy(&cfg, &[addr, admin]);
+    let database = cfg.with_file_name("history.db").display().to_string();
     assert!(eventually(20, || get(addr, "/robots.txt", BROWSER).status == 200));
     assert_eq!(get(addr, "/robots.txt", GPTBOT).status, 200);
     let statuses: Vec<u16> =

@@ -292,6 +292,11 @@ impl Smtp {
             .stderr(Stdio::null())
             .spawn()
             .expect("start aiosmtpd (apt install python3-aiosmtpd; scripts/services.sh does)");
+        Smtp::started(port, dir, child)
+    }
+
+    /// `child`, once it listens on `port`.
+    fn started(port: u16, dir: &Path, child: Child) -> Smtp {
         let deadline = Instant::now() + Duration::from_secs(15);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "aiosmtpd did not start on port {port}");
@@ -318,12 +323,7 @@ impl Smtp {
             .stderr(Stdio::null())
             .spawn()
             .expect("start aiosmtpd");
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "aiosmtpd did not start on port {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Smtp { port, dir: dir.to_path_buf(), child: Some(child) }
+        Smtp::started(port, dir, child)
     }
 
     pub fn stop(&mut self) {

@@ -74,6 +74,11 @@ fn preferences(body: &[u8], group: &[u32], target: &[u8], fetchable: bool) {
             };
             println!("    {key}: {}{note}", stated.as_str());
         }
+        let said = |k: &str| applied.usage.iter().find(|(key, _)| *key == k).map(|(_, s)| *s);
+        let disallows_ai = [said("train-ai"), said("ai-use")].contains(&Some(rules::prefs::Stated::Disallowed));
+        if said("search") == Some(rules::prefs::Stated::Allowed) && disallows_ai {
+            println!("    note: {}", rules::prefs::SEARCH_OVERRIDES);
+        }
     }
     for l in &applied.licenses {
         println!("  License, line {}: {}", l.line, super::human(&l.url));

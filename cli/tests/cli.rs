@@ -147,7 +147,7 @@ fn explain_shows_the_preferences_that_apply() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Content-Signal, line 2 (in the group at line 1): search=yes, ai-train=no"), "{text}");
     assert!(
-        text.contains("Content-Usage, read as draft-ietf-aipref-attach-05 and draft-ietf-aipref-vocab-07"),
+        text.contains("Content-Usage, read as draft-ietf-aipref-attach-05 and draft-ietf-aipref-vocab-08"),
         "{text}"
     );
     assert!(text.contains("line 4 (path /blog/, the longest that matches): train-ai=y"), "{text}");
@@ -448,4 +448,28 @@ fn robots_from_stdin_and_comments_in_url_lists() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().count(), 3, "a header and two URLs: {text}");
     assert!(!text.contains('#'), "{text}");
+}
+
+/// Issue #64, draft-ietf-aipref-vocab-08: `ai-use` is a category again
+/// (lint says nothing of it, explain states it), and `search=y` beside a
+/// training or AI-use `n` is explained as the override it is.
+#[test]
+fn the_vocabulary_of_draft_08() {
+    let f = temp_file("vocab08.txt", b"User-agent: *\nContent-Usage: / train-ai=n, ai-use=n, search=y\nAllow: /\n");
+    let out = robots(&["explain", f.to_str().unwrap(), "bingbot", "http://h/a"], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ai-use: disallowed") && text.contains("search: allowed"), "{text}");
+    assert!(text.contains("note: in draft-ietf-aipref-vocab-08 `search` overrides"), "{text}");
+    let out = robots(&["lint", f.to_str().unwrap()], b"");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("ai-use"), "ai-use is no retired label now: {text}");
+    // A file written for -07 reads as it did: `ai-use` unknown, no note.
+    let old = temp_file("vocab07.txt", b"User-agent: *\nContent-Usage: / train-ai=y, search=y\nAllow: /\n");
+    let text =
+        String::from_utf8_lossy(&robots(&["explain", old.to_str().unwrap(), "bingbot", "http://h/a"], b"").stdout)
+            .into_owned();
+    assert!(
+        text.contains("train-ai: allowed") && text.contains("ai-use: unknown") && !text.contains("note:"),
+        "{text}"
+    );
 }

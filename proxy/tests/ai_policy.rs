@@ -97,7 +97,7 @@ fn run(fast_path: bool) {
         "User-agent: ClaudeBot",
         "User-agent: Google-Extended",
         "Content-Signal: search=yes, ai-input=yes, ai-train=no",
-        "Content-Usage: / train-ai=n, search=y",
+        "Content-Usage: / train-ai=n, ai-use=y, search=y",
     ] {
         assert!(served.contains(want), "{want} in\n{served}");
     }
@@ -109,7 +109,7 @@ fn run(fast_path: bool) {
     // The header on every proxied page, unless the origin states its own.
     let page = get(addr, "shop.test", "/page", BROWSER);
     assert_eq!(page.status, 200);
-    assert_eq!(page.header("Content-Usage"), Some("train-ai=n, search=y"));
+    assert_eq!(page.header("Content-Usage"), Some("train-ai=n, ai-use=y, search=y"));
     assert_eq!(get(addr, "shop.test", "/own", BROWSER).header("Content-Usage"), Some("train-ai=y"));
 
     // File, header and enforcement agree for every crawler of every purpose
@@ -240,5 +240,5 @@ fn check_prints_the_compiled_file() {
     assert!(text.contains("== pay: robots.txt with its AI policy"), "{text}");
     assert!(text.contains("Content-Signal: search=yes, ai-input=no, ai-train=no"), "{text}");
     assert!(text.contains("User-agent: PerplexityBot"), "{text}");
-    assert!(text.contains("== pay: Content-Usage header: train-ai=n, search=y"), "{text}");
+    assert!(text.contains("== pay: Content-Usage header: train-ai=n, ai-use=n, search=y"), "{text}");
 }

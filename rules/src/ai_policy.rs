@@ -34,8 +34,8 @@ impl Stance {
 pub struct AiPolicy {
     /// Search engines.
     pub search: Stance,
-    /// AI search and answers (`ai-input`; the current AIPREF vocabulary
-    /// has no category for it, so `Content-Usage` does not state it).
+    /// AI search and answers (`ai-input`; AIPREF's `ai-use`, input to a
+    /// generative model the user did not supply the asset to).
     pub ai_search: Stance,
     /// Training AI models (`ai-train`, `train-ai`).
     pub ai_training: Stance,
@@ -97,11 +97,16 @@ impl AiPolicy {
     }
 
     /// The `Content-Usage` header value (and, after a path, robots.txt
-    /// line), in the current vocabulary's labels only
-    /// ([`crate::prefs::USAGE_KEYS`]): AI search has no category there, and
-    /// `search` covers only results that link to the source.
+    /// line), in the current vocabulary's labels
+    /// ([`crate::prefs::USAGE_KEYS`], draft-ietf-aipref-vocab-08): AI search
+    /// is `ai-use`, and `search` covers only results that link to the source.
     pub fn usage_value(&self) -> String {
-        format!("train-ai={}, search={}", y(self.ai_training.allows()), y(self.search.allows()))
+        format!(
+            "train-ai={}, ai-use={}, search={}",
+            y(self.ai_training.allows()),
+            y(self.ai_search.allows()),
+            y(self.search.allows())
+        )
     }
 
     /// Compiles the policy onto `origin`: `denied` are the product tokens of
@@ -217,6 +222,7 @@ impl AiPolicy {
             for e in &u.entries {
                 let ours = match e.key.as_str() {
                     "train-ai" => self.ai_training.allows(),
+                    "ai-use" => self.ai_search.allows(),
                     "search" => self.search.allows(),
                     _ => continue,
                 };
@@ -258,8 +264,12 @@ mod tests {
         let a = prefs.applied(robots.crawler("Googlebot").group().unwrap().lines, b"/a", true);
         assert_eq!(a.signals.len(), 1);
         use crate::prefs::Stated;
-        assert_eq!(a.usage, [("train-ai", Stated::Disallowed), ("search", Stated::Allowed)]);
-        assert_eq!(c.header, "train-ai=n, search=y");
+        // The policy's AI search (allowed here) is -08's `ai-use`.
+        assert_eq!(
+            a.usage,
+            [("train-ai", Stated::Disallowed), ("ai-use", Stated::Allowed), ("search", Stated::Allowed)]
+        );
+        assert_eq!(c.header, "train-ai=n, ai-use=y, search=y");
         assert!(c.conflicts.is_empty());
     }
 

@@ -608,7 +608,7 @@ impl Linter {
                     Severity::Warning,
                     Code::PreferenceSyntax,
                     format!(
-                        "`{}` is a label of an earlier AIPREF draft that {AIPREF_VOCAB} dropped: {now}; readers of the current draft ignore it",
+                        "`{}` is a label of an earlier AIPREF draft that {AIPREF_VOCAB} does not define: {now}; readers of the current draft ignore it",
                         e.key
                     ),
                     &format!("the labels of {AIPREF_VOCAB} are {}", USAGE_KEYS.join(" and ")),

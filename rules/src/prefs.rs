@@ -9,13 +9,17 @@
 //! URL and is longest in bytes of the encoded path decides, as for Allow and
 //! Disallow, and rules of the same length all apply, combined so that a
 //! disallow wins over an allow. The preference is an RFC 9651 dictionary
-//! whose `y` and `n` tokens state the two categories, AI Model Training
-//! (`train-ai`) and Search (`search`); anything else, a label the reader
-//! does not know or a value that is no `y`/`n` token, is ignored, and a
-//! dictionary that does not parse states nothing. A category with no
-//! statement is unknown: the current vocabulary has no hierarchy to fall
-//! back on. Preferences apply only to paths the group lets the crawler
-//! fetch.
+//! whose `y` and `n` tokens state the three categories of
+//! draft-ietf-aipref-vocab-08: AI Training (`train-ai`: modifying a
+//! generative model's parameters), AI Use (`ai-use`: input to a generative
+//! model where the user did not supply the asset) and Search (`search`,
+//! which overrides the other two inside a search application); anything
+//! else, a label the reader does not know or a value that is no `y`/`n`
+//! token, is ignored, and a dictionary that does not parse states nothing.
+//! A category with no statement is unknown: there is no hierarchy to fall
+//! back on. A file written for -07 (`train-ai` and `search` only) reads as
+//! it did, its `ai-use` unknown. Preferences apply only to paths the group
+//! lets the crawler fetch.
 //!
 //! Google's matcher ignores all three, and so does the engine: they are read
 //! here, in a pass of their own over the same parser events, each kept with
@@ -26,7 +30,7 @@
 use crate::parse::{self, Directive, Handler, KeyKind};
 
 /// The AIPREF vocabulary draft robotsgate follows.
-pub const AIPREF_VOCAB: &str = "draft-ietf-aipref-vocab-07";
+pub const AIPREF_VOCAB: &str = "draft-ietf-aipref-vocab-08";
 /// The AIPREF attachment draft robotsgate follows (robots.txt and the header).
 pub const AIPREF_ATTACH: &str = "draft-ietf-aipref-attach-05";
 
@@ -37,18 +41,25 @@ pub const SIGNAL_KEYS: [&str; 4] = ["search", "ai-input", "ai-train", "use"];
 /// Policy, July 2026, marked as testing there), from the least reuse to
 /// the most.
 pub const USE_VALUES: [&str; 3] = ["immediate", "reference", "full"];
-/// The categories of [`AIPREF_VOCAB`], by label: AI Model Training and Search.
-pub const USAGE_KEYS: [&str; 2] = ["train-ai", "search"];
+/// The categories of [`AIPREF_VOCAB`], by label: AI Training, AI Use and
+/// Search. (-07 had `train-ai` and `search` alone; -08 brought `ai-use`
+/// back, as input to a generative model.)
+pub const USAGE_KEYS: [&str; 3] = ["train-ai", "ai-use", "search"];
 /// Labels earlier AIPREF vocabulary drafts defined and [`AIPREF_VOCAB`]
-/// dropped, with what stands in their place now.
-pub const RETIRED_USAGE_KEYS: [(&str, &str); 3] = [
+/// does not, with what stands in their place now.
+pub const RETIRED_USAGE_KEYS: [(&str, &str); 2] = [
+    ("train-genai", "`train-ai` replaces it, and covers training of generative models only"),
     (
-        "ai-use",
-        "no label replaces it: `search` now covers only results that link to the source and excludes summaries, and using content as AI input has no category",
+        "bots",
+        "no label replaces it: there is no parent category any more; state `train-ai`, `ai-use` and `search` each",
     ),
-    ("train-genai", "`train-ai` replaces it, and now covers any model that generates synthetic content"),
-    ("bots", "no label replaces it: there is no parent category any more; state `train-ai` and `search` each"),
 ];
+/// What Search means beside the others in [`AIPREF_VOCAB`]: an allowed
+/// search use covers the application's own processing, training and AI
+/// use included, as long as the output only links to and excerpts the
+/// asset. Said where both are stated, so no reader takes `train-ai=n,
+/// search=y` for a contradiction.
+pub const SEARCH_OVERRIDES: &str = "in draft-ietf-aipref-vocab-08 `search` overrides `train-ai` and `ai-use` inside a search application: search=y allows the processing a search engine does, training included, whose output links to the source";
 
 /// What `use=` allows, in words (robotsgate's summary of Cloudflare's
 /// policy); `None` for a value the policy does not define.
@@ -372,9 +383,11 @@ mod tests {
             let fetchable = robots.crawler("OtherBot").is_allowed(path);
             stated(&p.applied(&star, path.as_bytes(), fetchable))
         };
-        assert_eq!(at("/test"), [("train-ai", "disallowed"), ("search", "unknown")]);
-        assert_eq!(at("/ai-ok/test"), [("train-ai", "allowed"), ("search", "unknown")]);
-        assert_eq!(at("/never/test"), [("train-ai", "unknown"), ("search", "unknown")], "not fetchable: none apply");
+        // Written for -07: it reads as it did, `ai-use` unknown.
+        assert_eq!(at("/test"), [("train-ai", "disallowed"), ("ai-use", "unknown"), ("search", "unknown")]);
+        assert_eq!(at("/ai-ok/test"), [("train-ai", "allowed"), ("ai-use", "unknown"), ("search", "unknown")]);
+        let none = [("train-ai", "unknown"), ("ai-use", "unknown"), ("search", "unknown")];
+        assert_eq!(at("/never/test"), none, "not fetchable: none apply");
         let example = robots.crawler("ExampleBot").group().unwrap().lines.to_vec();
         assert_eq!(stated(&p.applied(&example, b"/never/test", true))[0], ("train-ai", "allowed"));
     }
@@ -387,10 +400,11 @@ mod tests {
         assert_eq!(p.licenses[0].url, "https://example.com/license.xml");
         let a = p.applied(&[1], b"/blog/post", true);
         assert_eq!(a.usages.iter().map(|u| u.line).collect::<Vec<_>>(), [3, 4], "the longest path, both lines");
-        // Labels the vocabulary does not define are ignored; there is no
-        // parent to fall back on.
-        assert_eq!(stated(&a), [("train-ai", "allowed"), ("search", "allowed")]);
-        assert_eq!(stated(&p.applied(&[1], b"/shop", true)), [("train-ai", "disallowed"), ("search", "unknown")]);
+        // Labels the vocabulary does not define are ignored (`summarize`);
+        // -08's `ai-use` is read; there is no parent to fall back on.
+        assert_eq!(stated(&a), [("train-ai", "allowed"), ("ai-use", "disallowed"), ("search", "allowed")]);
+        let shop = stated(&p.applied(&[1], b"/shop", true));
+        assert_eq!(shop, [("train-ai", "disallowed"), ("ai-use", "unknown"), ("search", "unknown")]);
         // Two rules of one length: a disallow wins.
         let p = Preferences::read(b"User-agent: *\nContent-Usage: / train-ai=y\nContent-Usage: / train-ai=n\n");
         assert_eq!(stated(&p.applied(&[1], b"/", true))[0], ("train-ai", "disallowed"));
@@ -414,14 +428,14 @@ mod tests {
             (stated(&p.applied(&[1], b"/", true)), u)
         };
         let (got, _) = one("train-ai=y, train-ai, search=n, search=\"n\"");
-        assert_eq!(got, [("train-ai", "unknown"), ("search", "unknown")]);
+        assert_eq!(got, [("train-ai", "unknown"), ("ai-use", "unknown"), ("search", "unknown")]);
         let (got, _) = one("train-ai;allow=n, train-ai=y");
         assert_eq!(got[0], ("train-ai", "allowed"));
         let (got, u) = one("Train-AI=n");
         assert_eq!(got[0], ("train-ai", "unknown"));
         assert!(u.junk.as_deref().is_some_and(|j| j.contains("RFC 9651")), "{u:?}");
         let (got, _) = one("train-ai=yes, search=?0");
-        assert_eq!(got, [("train-ai", "unknown"), ("search", "unknown")]);
+        assert_eq!(got, [("train-ai", "unknown"), ("ai-use", "unknown"), ("search", "unknown")]);
         // Only `/` starts a path: `*` does not.
         let (_, u) = one("*.pdf train-ai=n");
         assert_eq!(u.path, None);

@@ -382,7 +382,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                             "1/{n} ({n} gateway{} alive on the database): {each:.2} per {} with a burst of {}",
                             if n == 1 { "" } else { "s" },
                             humantime::format_duration(b.rate.per),
-                            ((f64::from(b.burst) / n as f64).floor() as u32).max(1)
+                            proxy::crawlers::budget::burst_of(b, proxy::crawlers::reshape::share_of(n))
                         )
                     }
                 };

@@ -119,12 +119,17 @@ pub fn identity_label(identity: Option<Answer>) -> &'static str {
     }
 }
 
-/// A limiter admitting `share` of `budget`'s rate and burst (at least one
-/// request a burst: a share never shuts a crawler out).
+/// The burst one gateway with `share` of `budget` admits: at least one
+/// request, so a share never shuts a crawler out. What the limiter takes,
+/// and what `robots-proxy --check` prints.
+pub fn burst_of(budget: &Budget, share: f64) -> u32 {
+    ((f64::from(budget.burst) * share.clamp(0.0001, 1.0)).floor() as u32).max(1)
+}
+
+/// A limiter admitting `share` of `budget`'s rate and [`burst_of`].
 fn limiter(budget: &Budget, share: f64) -> DefaultKeyedRateLimiter<String> {
-    let share = share.clamp(0.0001, 1.0);
-    let interval = budget.rate.interval().div_f64(share);
-    let burst = ((f64::from(budget.burst) * share).floor() as u32).max(1);
+    let burst = burst_of(budget, share);
+    let interval = budget.rate.interval().div_f64(share.clamp(0.0001, 1.0));
     let quota = Quota::with_period(interval.max(Duration::from_nanos(1)))
         .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
         .allow_burst(NonZeroU32::new(burst).unwrap_or(NonZeroU32::MIN));
